@@ -1,0 +1,2 @@
+/* Caravan jextract input for libblkid (Debian: libblkid-dev). */
+#include <blkid/blkid.h>

@@ -1,0 +1,2 @@
+/* Caravan jextract input for libopeniscsiusr (Debian: libopeniscsiusr-dev). */
+#include <libopeniscsiusr.h>
