@@ -1,0 +1,225 @@
+package dev.caravan.storage.block;
+
+import dev.caravan.bindings.linux.LinuxUapi;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.internal.sys.Errno;
+import dev.caravan.storage.internal.sys.Fd;
+import dev.caravan.storage.internal.sys.Ioctl;
+import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.LoopIoctls;
+import dev.caravan.storage.internal.sys.Stat;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Loop devices, driven through {@code /dev/loop-control} and the loop ioctls. The kernel is the
+ * only registry: which device backs which file is read back from sysfs and {@code
+ * LOOP_GET_STATUS64}, so devices attached by other processes (or by {@code losetup}) are seen too.
+ */
+public final class LoopDevices {
+  private static final Path LOOP_CONTROL = Path.of("/dev/loop-control");
+  private static final Path SYS_BLOCK = Path.of("/sys/block");
+  private static final String DELETED = " (deleted)";
+  private static final int ATTEMPTS = 50;
+  private static final long RETRY_MILLIS = 20;
+
+  // Makes find-then-attach atomic within this JVM, so two threads attaching one file share a
+  // device.
+  private static final Object ATTACH_LOCK = new Object();
+
+  private LoopDevices() {}
+
+  /**
+   * Attaches {@code file} to a free loop device, or returns the device it is already attached to.
+   *
+   * @throws StorageException if the file is already attached with the other read-only setting
+   */
+  public static LoopDevice attach(Path file, boolean readOnly) {
+    Path backing = realPath(file);
+    synchronized (ATTACH_LOCK) {
+      Optional<LoopDevice> existing = find(backing);
+      if (existing.isPresent()) {
+        if (existing.get().readOnly() != readOnly) {
+          throw new StorageException(
+              backing
+                  + " is already attached "
+                  + (readOnly ? "read-write" : "read-only")
+                  + " as "
+                  + existing.get().device());
+        }
+        return existing.get();
+      }
+      try (Fd backingFd = Libc.open(backing, readOnly ? LinuxUapi.O_RDONLY() : LinuxUapi.O_RDWR());
+          Fd control = Libc.open(LOOP_CONTROL, LinuxUapi.O_RDWR())) {
+        for (int attempt = 1; ; attempt++) {
+          int number = LoopIoctls.getFree(control);
+          Path device = devicePath(number);
+          try (Fd loop = openNode(device)) {
+            LoopIoctls.configure(loop, backingFd, readOnly, backing.toString());
+            return new LoopDevice(device, number, backing, readOnly);
+          } catch (SyscallException e) {
+            // EBUSY: another process configured the same free device between our GET_FREE and
+            // CONFIGURE. Asking again gives a different one.
+            if (e.errno() != Errno.EBUSY || attempt == ATTEMPTS) {
+              throw e;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /** The loop device backing {@code file}, matched by device and inode, not by name. */
+  public static Optional<LoopDevice> find(Path file) {
+    Stat wanted = Libc.stat(file);
+    return bound().stream()
+        .filter(b -> b.status().backingDev() == wanted.dev())
+        .filter(b -> b.status().backingInode() == wanted.inode())
+        .map(Bound::device)
+        .findFirst();
+  }
+
+  /** Every loop device that is bound to a file, by number. */
+  public static List<LoopDevice> list() {
+    return bound().stream().map(Bound::device).toList();
+  }
+
+  /** Makes the device see its backing file's new size ({@code LOOP_SET_CAPACITY}). */
+  public static void refreshCapacity(LoopDevice device) {
+    try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
+      Libc.ioctl(loop, Ioctl.LOOP_SET_CAPACITY, 0);
+    }
+  }
+
+  /**
+   * Detaches the device ({@code LOOP_CLR_FD}). A device that is no longer attached to this device's
+   * backing file (already detached, perhaps since reused for another file) is left alone: that is
+   * success. While the device is still open elsewhere (mounted, say) the kernel defers the detach
+   * to the last close.
+   */
+  public static void detach(LoopDevice device) {
+    for (int attempt = 1; ; attempt++) {
+      Optional<String> backing = backingFile(device.number());
+      if (backing.isEmpty()
+          || !withoutDeleted(backing.get())
+              .equals(withoutDeleted(device.backingFile().toString()))) {
+        return;
+      }
+      try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
+        Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
+        return;
+      } catch (SyscallException e) {
+        switch (e.errno()) {
+          case Errno.ENXIO, Errno.ENOENT -> {
+            return; // detached, or the device node is gone with its device
+          }
+          case Errno.EBUSY -> {
+            // the kernel is still releasing it
+            if (attempt == ATTEMPTS) {
+              throw e;
+            }
+            pause();
+          }
+          default -> throw e;
+        }
+      }
+    }
+  }
+
+  private record Bound(LoopDevice device, LoopIoctls.Status status) {}
+
+  private static List<Bound> bound() {
+    List<Bound> bound = new ArrayList<>();
+    try (DirectoryStream<Path> devices = Files.newDirectoryStream(SYS_BLOCK, "loop*")) {
+      for (Path sysfs : devices) {
+        int number = Integer.parseInt(sysfs.getFileName().toString().substring("loop".length()));
+        backingFile(number).flatMap(file -> probe(number, file)).ifPresent(bound::add);
+      }
+    } catch (IOException e) {
+      throw new StorageException("cannot list " + SYS_BLOCK, e);
+    }
+    bound.sort(Comparator.comparingInt(b -> b.device().number()));
+    return bound;
+  }
+
+  // Every step can race with a detach elsewhere; a device that went away is simply not bound.
+  private static Optional<Bound> probe(int number, String backingFile) {
+    Path device = devicePath(number);
+    try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      LoopIoctls.Status status = LoopIoctls.status(loop);
+      return Optional.of(
+          new Bound(
+              new LoopDevice(device, number, Path.of(backingFile), status.readOnly()), status));
+    } catch (SyscallException e) {
+      if (e.errno() == Errno.ENXIO || e.errno() == Errno.ENOENT) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  /** The backing file sysfs reports for {@code /dev/loopN}; empty when it is not bound. */
+  private static Optional<String> backingFile(int number) {
+    Path attribute = SYS_BLOCK.resolve("loop" + number).resolve("loop/backing_file");
+    try {
+      return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip());
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new StorageException("cannot read " + attribute, e);
+    }
+  }
+
+  private static String withoutDeleted(String backingFile) {
+    return backingFile.endsWith(DELETED)
+        ? backingFile.substring(0, backingFile.length() - DELETED.length())
+        : backingFile;
+  }
+
+  /**
+   * Opens a loop device node that LOOP_CTL_GET_FREE may have just created. devtmpfs creates the
+   * node before the ioctl returns; without devtmpfs a udev-like daemon creates it soon after.
+   */
+  private static Fd openNode(Path device) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return Libc.open(device, LinuxUapi.O_RDWR());
+      } catch (SyscallException e) {
+        if (e.errno() != Errno.ENOENT || attempt == ATTEMPTS) {
+          throw e;
+        }
+        pause();
+      }
+    }
+  }
+
+  private static Path devicePath(int number) {
+    return Path.of("/dev/loop" + number);
+  }
+
+  private static Path realPath(Path file) {
+    try {
+      return file.toRealPath();
+    } catch (IOException e) {
+      throw new StorageException("cannot resolve " + file, e);
+    }
+  }
+
+  private static void pause() {
+    try {
+      Thread.sleep(RETRY_MILLIS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StorageException("interrupted while waiting for a loop device", e);
+    }
+  }
+}

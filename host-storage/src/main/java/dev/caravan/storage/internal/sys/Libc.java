@@ -1,0 +1,338 @@
+package dev.caravan.storage.internal.sys;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.caravan.bindings.linux.LinuxUapi;
+import dev.caravan.storage.SyscallException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+/**
+ * The system calls host-storage makes, as glibc downcalls. Each one captures {@code errno} at the
+ * call (anything the JVM does afterwards may overwrite it) and turns a failure into a {@link
+ * SyscallException} that names the errno, the operation and its arguments. Each call uses its own
+ * confined arena, so no native memory outlives the call.
+ */
+public final class Libc {
+  private static final Linker LINKER = Linker.nativeLinker();
+  private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+  private static final VarHandle ERRNO =
+      CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+  private static final MethodHandle OPEN =
+      variadic("open", 2, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+  private static final MethodHandle CLOSE = syscall("close", JAVA_INT, JAVA_INT);
+  // ioctl is variadic, and the third argument's type is part of the call: one handle per shape.
+  private static final MethodHandle IOCTL_LONG =
+      variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG);
+  private static final MethodHandle IOCTL_POINTER =
+      variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
+  private static final MethodHandle MOUNT =
+      syscall("mount", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
+  private static final MethodHandle UMOUNT2 = syscall("umount2", JAVA_INT, ADDRESS, JAVA_INT);
+  private static final MethodHandle STATVFS = syscall("statvfs", JAVA_INT, ADDRESS, ADDRESS);
+  private static final MethodHandle STAT = syscall("stat", JAVA_INT, ADDRESS, ADDRESS);
+  private static final MethodHandle FSTAT = syscall("fstat", JAVA_INT, JAVA_INT, ADDRESS);
+  private static final MethodHandle FSYNC = syscall("fsync", JAVA_INT, JAVA_INT);
+  private static final MethodHandle FTRUNCATE = syscall("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
+  private static final MethodHandle LSEEK =
+      syscall("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
+  private static final MethodHandle COPY_FILE_RANGE =
+      syscall(
+          "copy_file_range", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
+  private static final MethodHandle PREAD =
+      syscall("pread", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
+  private static final MethodHandle PWRITE =
+      syscall("pwrite", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
+  private static final MethodHandle RENAME = syscall("rename", JAVA_INT, ADDRESS, ADDRESS);
+  private static final MethodHandle STRERROR =
+      LINKER.downcallHandle(
+          LINKER.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+
+  private Libc() {}
+
+  public static Fd open(Path path, int flags) {
+    return open(path, flags, 0);
+  }
+
+  /** Opens with {@code O_CLOEXEC} always added: no descriptor of ours may leak into a child. */
+  public static Fd open(Path path, int flags, int mode) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cPath = arena.allocateFrom(path.toString());
+      int fd =
+          (int)
+              call(
+                  arena,
+                  state ->
+                      (int) OPEN.invokeExact(state, cPath, flags | LinuxUapi.O_CLOEXEC(), mode),
+                  "open",
+                  path,
+                  hex(flags));
+      return new Fd(fd, path.toString());
+    }
+  }
+
+  static void close(Fd fd) {
+    try (Arena arena = Arena.ofConfined()) {
+      call(arena, state -> (int) CLOSE.invokeExact(state, fd.number()), "close", fd);
+    }
+  }
+
+  /** An ioctl whose argument is a number (or unused); returns what the ioctl returns. */
+  public static long ioctl(Fd fd, Ioctl request, long argument) {
+    try (Arena arena = Arena.ofConfined()) {
+      return call(
+          arena,
+          state -> (int) IOCTL_LONG.invokeExact(state, fd.number(), request.request(), argument),
+          "ioctl",
+          fd,
+          request,
+          argument);
+    }
+  }
+
+  /** An ioctl that reads or writes the struct at {@code argument}. */
+  public static void ioctl(Fd fd, Ioctl request, MemorySegment argument) {
+    try (Arena arena = Arena.ofConfined()) {
+      call(
+          arena,
+          state -> (int) IOCTL_POINTER.invokeExact(state, fd.number(), request.request(), argument),
+          "ioctl",
+          fd,
+          request);
+    }
+  }
+
+  /** An ioctl that writes one 64-bit value, like {@code BLKGETSIZE64}; returns that value. */
+  public static long ioctlReadLong(Fd fd, Ioctl request) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment value = arena.allocate(JAVA_LONG);
+      ioctl(fd, request, value);
+      return value.get(JAVA_LONG, 0);
+    }
+  }
+
+  /** {@code source}, {@code fsType} and {@code data} may be null, as mount(2) allows. */
+  public static void mount(String source, Path target, String fsType, long flags, String data) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cSource = cString(arena, source);
+      MemorySegment cTarget = arena.allocateFrom(target.toString());
+      MemorySegment cType = cString(arena, fsType);
+      MemorySegment cData = cString(arena, data);
+      Object[] arguments =
+          data == null || data.isEmpty()
+              ? new Object[] {source, target, fsType, hex(flags)}
+              : new Object[] {source, target, fsType, hex(flags), data};
+      call(
+          arena,
+          state -> (int) MOUNT.invokeExact(state, cSource, cTarget, cType, flags, cData),
+          "mount",
+          arguments);
+    }
+  }
+
+  public static void umount2(Path target, int flags) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cTarget = arena.allocateFrom(target.toString());
+      call(
+          arena,
+          state -> (int) UMOUNT2.invokeExact(state, cTarget, flags),
+          "umount2",
+          target,
+          hex(flags));
+    }
+  }
+
+  public static Statvfs statvfs(Path path) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cPath = arena.allocateFrom(path.toString());
+      MemorySegment buffer = arena.allocate(dev.caravan.bindings.linux.statvfs.layout());
+      call(arena, state -> (int) STATVFS.invokeExact(state, cPath, buffer), "statvfs", path);
+      return Statvfs.read(buffer);
+    }
+  }
+
+  public static Stat stat(Path path) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cPath = arena.allocateFrom(path.toString());
+      MemorySegment buffer = arena.allocate(Stat.LAYOUT);
+      call(arena, state -> (int) STAT.invokeExact(state, cPath, buffer), "stat", path);
+      return Stat.read(buffer);
+    }
+  }
+
+  public static Stat fstat(Fd fd) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment buffer = arena.allocate(Stat.LAYOUT);
+      call(arena, state -> (int) FSTAT.invokeExact(state, fd.number(), buffer), "fstat", fd);
+      return Stat.read(buffer);
+    }
+  }
+
+  public static void fsync(Fd fd) {
+    try (Arena arena = Arena.ofConfined()) {
+      call(arena, state -> (int) FSYNC.invokeExact(state, fd.number()), "fsync", fd);
+    }
+  }
+
+  public static void ftruncate(Fd fd, long length) {
+    try (Arena arena = Arena.ofConfined()) {
+      call(
+          arena,
+          state -> (int) FTRUNCATE.invokeExact(state, fd.number(), length),
+          "ftruncate",
+          fd,
+          length);
+    }
+  }
+
+  public static long lseek(Fd fd, long offset, int whence) {
+    try (Arena arena = Arena.ofConfined()) {
+      return call(
+          arena,
+          state -> (long) LSEEK.invokeExact(state, fd.number(), offset, whence),
+          "lseek",
+          fd,
+          offset,
+          whence);
+    }
+  }
+
+  /** Copies up to {@code length} bytes at the same offset in both files; returns bytes copied. */
+  public static long copyFileRange(Fd in, Fd out, long offset, long length) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment inOffset = arena.allocateFrom(JAVA_LONG, offset);
+      MemorySegment outOffset = arena.allocateFrom(JAVA_LONG, offset);
+      return call(
+          arena,
+          state ->
+              (long)
+                  COPY_FILE_RANGE.invokeExact(
+                      state, in.number(), inOffset, out.number(), outOffset, length, 0),
+          "copy_file_range",
+          in,
+          out,
+          offset,
+          length);
+    }
+  }
+
+  /** Reads into {@code buffer} (up to its size) from {@code offset}; returns bytes read. */
+  public static long pread(Fd fd, MemorySegment buffer, long offset) {
+    try (Arena arena = Arena.ofConfined()) {
+      return call(
+          arena,
+          state -> (long) PREAD.invokeExact(state, fd.number(), buffer, buffer.byteSize(), offset),
+          "pread",
+          fd,
+          buffer.byteSize(),
+          offset);
+    }
+  }
+
+  /** Writes all of {@code buffer} at {@code offset}, looping over short writes. */
+  public static void pwriteFully(Fd fd, MemorySegment buffer, long offset) {
+    try (Arena arena = Arena.ofConfined()) {
+      for (long done = 0; done < buffer.byteSize(); ) {
+        MemorySegment rest = buffer.asSlice(done);
+        long at = offset + done;
+        done +=
+            call(
+                arena,
+                state -> (long) PWRITE.invokeExact(state, fd.number(), rest, rest.byteSize(), at),
+                "pwrite",
+                fd,
+                rest.byteSize(),
+                at);
+      }
+    }
+  }
+
+  /** Writes all of {@code content} at {@code offset}. */
+  public static void pwriteFully(Fd fd, byte[] content, long offset) {
+    try (Arena arena = Arena.ofConfined()) {
+      pwriteFully(fd, arena.allocateFrom(JAVA_BYTE, content), offset);
+    }
+  }
+
+  public static void rename(Path from, Path to) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment cFrom = arena.allocateFrom(from.toString());
+      MemorySegment cTo = arena.allocateFrom(to.toString());
+      call(arena, state -> (int) RENAME.invokeExact(state, cFrom, cTo), "rename", from, to);
+    }
+  }
+
+  @FunctionalInterface
+  private interface Downcall {
+    long invoke(MemorySegment callState) throws Throwable;
+  }
+
+  /** Runs one downcall; -1 means failure, with the errno the call left in {@code callState}. */
+  private static long call(Arena arena, Downcall downcall, String operation, Object... arguments) {
+    MemorySegment callState = arena.allocate(CALL_STATE);
+    long result;
+    try {
+      result = downcall.invoke(callState);
+    } catch (RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable t) {
+      throw new AssertionError("a downcall threw a checked exception", t);
+    }
+    if (result == -1) {
+      int errno = (int) ERRNO.get(callState, 0L);
+      throw new SyscallException(
+          errno,
+          Errno.name(errno),
+          strerror(errno),
+          operation,
+          Arrays.stream(arguments).map(String::valueOf).toList());
+    }
+    return result;
+  }
+
+  private static String strerror(int errno) {
+    try {
+      // glibc returns static text for known errnos; 256 bytes is far more than the longest.
+      return ((MemorySegment) STRERROR.invokeExact(errno)).reinterpret(256).getString(0);
+    } catch (Throwable t) {
+      return "errno " + errno;
+    }
+  }
+
+  private static MemorySegment cString(Arena arena, String value) {
+    return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
+  }
+
+  private static String hex(long value) {
+    return "0x" + Long.toHexString(value);
+  }
+
+  private static MethodHandle syscall(String name, ValueLayout result, MemoryLayout... arguments) {
+    return LINKER.downcallHandle(
+        LINKER.defaultLookup().findOrThrow(name),
+        FunctionDescriptor.of(result, arguments),
+        Linker.Option.captureCallState("errno"));
+  }
+
+  private static MethodHandle variadic(
+      String name, int firstVariadic, ValueLayout result, MemoryLayout... arguments) {
+    return LINKER.downcallHandle(
+        LINKER.defaultLookup().findOrThrow(name),
+        FunctionDescriptor.of(result, arguments),
+        Linker.Option.captureCallState("errno"),
+        Linker.Option.firstVariadicArg(firstVariadic));
+  }
+}

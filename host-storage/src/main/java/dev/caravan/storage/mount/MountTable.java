@@ -1,0 +1,139 @@
+package dev.caravan.storage.mount;
+
+import dev.caravan.storage.StorageException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/** This process's mount table, from /proc/self/mountinfo (see proc_pid_mountinfo(5)). */
+public final class MountTable {
+  private static final Path MOUNTINFO = Path.of("/proc/self/mountinfo");
+
+  private MountTable() {}
+
+  public static List<MountEntry> read() {
+    try {
+      return parse(new String(Files.readAllBytes(MOUNTINFO), StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new StorageException("cannot read " + MOUNTINFO, e);
+    }
+  }
+
+  /**
+   * Parses mountinfo text. Each line is {@code id parent major:minor root mount-point options
+   * [optional fields...] - fstype source super-options}; there may be any number of optional
+   * fields, so the {@code "-"} is what ends them. Paths, the source and the type have space, tab,
+   * newline and backslash escaped as octal ({@code \040}).
+   */
+  public static List<MountEntry> parse(String text) {
+    List<MountEntry> entries = new ArrayList<>();
+    String[] lines = text.split("\n", -1);
+    for (int i = 0; i < lines.length; i++) {
+      if (!lines[i].isEmpty()) {
+        entries.add(parseLine(lines[i], i + 1));
+      }
+    }
+    return List.copyOf(entries);
+  }
+
+  /**
+   * The mount on top at exactly {@code mountPoint}, after resolving symlinks; empty when nothing is
+   * mounted there or the path does not exist.
+   */
+  public static Optional<MountEntry> at(Path mountPoint) {
+    Path resolved;
+    try {
+      resolved = mountPoint.toRealPath();
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new StorageException("cannot resolve " + mountPoint, e);
+    }
+    List<MountEntry> here =
+        read().stream().filter(entry -> entry.mountPoint().equals(resolved)).toList();
+    // Mounting over a mount point makes the new mount the child of the one it covers, so the
+    // topmost is the one no other mount here has as its parent.
+    return here.stream()
+        .filter(entry -> here.stream().noneMatch(other -> other.parentId() == entry.id()))
+        .findFirst();
+  }
+
+  public static boolean isMountPoint(Path path) {
+    return at(path).isPresent();
+  }
+
+  private static MountEntry parseLine(String line, int lineNumber) {
+    String[] fields = line.split(" ", -1);
+    int separator = -1;
+    for (int i = 6; i < fields.length; i++) {
+      if (fields[i].equals("-")) {
+        separator = i;
+        break;
+      }
+    }
+    if (separator < 0 || fields.length != separator + 4) {
+      throw malformed(line, lineNumber, null);
+    }
+    String[] majorMinor = fields[2].split(":", -1);
+    try {
+      if (majorMinor.length != 2) {
+        throw malformed(line, lineNumber, null);
+      }
+      return new MountEntry(
+          Integer.parseInt(fields[0]),
+          Integer.parseInt(fields[1]),
+          Integer.parseInt(majorMinor[0]) + ":" + Integer.parseInt(majorMinor[1]),
+          unescape(fields[3]),
+          Path.of(unescape(fields[4])),
+          fields[5],
+          List.of(fields).subList(6, separator),
+          unescape(fields[separator + 1]),
+          unescape(fields[separator + 2]),
+          fields[separator + 3]);
+    } catch (NumberFormatException e) {
+      throw malformed(line, lineNumber, e);
+    }
+  }
+
+  // The kernel escapes bytes, so a path's UTF-8 is rebuilt byte by byte before decoding.
+  private static String unescape(String field) {
+    if (field.indexOf('\\') < 0) {
+      return field;
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(field.length());
+    int copied = 0;
+    for (int i = field.indexOf('\\'); i >= 0; i = field.indexOf('\\', i + 1)) {
+      if (isOctal(field, i + 1)) {
+        bytes.writeBytes(field.substring(copied, i).getBytes(StandardCharsets.UTF_8));
+        bytes.write(Integer.parseInt(field, i + 1, i + 4, 8));
+        i += 3;
+        copied = i + 1;
+      }
+    }
+    bytes.writeBytes(field.substring(copied).getBytes(StandardCharsets.UTF_8));
+    return bytes.toString(StandardCharsets.UTF_8);
+  }
+
+  private static boolean isOctal(String field, int from) {
+    if (from + 3 > field.length()) {
+      return false;
+    }
+    for (int i = from; i < from + 3; i++) {
+      char c = field.charAt(i);
+      if (c < '0' || c > '7') {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static StorageException malformed(String line, int lineNumber, Throwable cause) {
+    return new StorageException("malformed mountinfo line " + lineNumber + ": " + line, cause);
+  }
+}
