@@ -1,0 +1,104 @@
+package dev.caravan.csi;
+
+import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.node.NodeEngine;
+import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.server.CsiServer;
+import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.service.ControllerService;
+import dev.caravan.csi.service.IdentityService;
+import dev.caravan.csi.service.NodeService;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A running Caravan plugin: backend, node journal and engine, the three CSI services and the server
+ * on its socket. Used by {@code caravan serve}, {@code caravan demo} and the tests.
+ */
+public final class Plugin implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Plugin.class.getName());
+
+  /**
+   * How to run a plugin.
+   *
+   * @param journalDir where the node journal lives (by default {@code <dataDir>/node})
+   * @param maxVolumes NodeGetInfo's max_volumes_per_node (0 = unlimited)
+   */
+  public record Settings(
+      String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
+      long maxVolumes, Map<String, String> options) {
+    public Settings {
+      options = Map.copyOf(options);
+    }
+
+    public static Settings of(String driver, Path socket, String nodeId, Path dataDir) {
+      return new Settings(driver, socket, nodeId, dataDir, dataDir.resolve("node"),
+          IdentityService.defaultName(driver), 0, Map.of());
+    }
+  }
+
+  private final Backend backend;
+  private final CsiServer server;
+  private final NodeEngine engine;
+
+  private Plugin(Backend backend, CsiServer server, NodeEngine engine) {
+    this.backend = backend;
+    this.server = server;
+    this.engine = engine;
+  }
+
+  public static Plugin start(Settings s) throws IOException {
+    Backend backend = Backends.open(s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options()));
+    try {
+      NodeEngine engine = new NodeEngine(backend.node(), NodeJournal.open(s.journalDir()));
+      List<String> findings = engine.reconcile();
+      LOG.log(System.Logger.Level.INFO, "node journal: {0} volume(s) on this node, {1} finding(s)",
+          engine.journal().all().size(), findings.size());
+      findings.forEach(f -> LOG.log(System.Logger.Level.WARNING, "reconcile: {0}", f));
+      VolumeLocks locks = new VolumeLocks();
+      CsiServer server = CsiServer.start(s.socket(), List.of(
+          new IdentityService(s.pluginName(), backend),
+          new ControllerService(backend.controller(), locks, s.nodeId()),
+          new NodeService(engine, backend.controller(), locks, s.nodeId(), s.maxVolumes())));
+      return new Plugin(backend, server, engine);
+    } catch (IOException | RuntimeException e) {
+      backend.close();
+      throw e;
+    }
+  }
+
+  public Path socket() {
+    return server.socket();
+  }
+
+  public Backend backend() {
+    return backend;
+  }
+
+  public NodeEngine engine() {
+    return engine;
+  }
+
+  public void awaitTermination() throws InterruptedException {
+    server.awaitTermination();
+  }
+
+  /** Drains in-flight calls (bounded), removes the socket. Mounts and devices stay as they are. */
+  public void shutdown(Duration drain) {
+    try {
+      server.shutdown(drain);
+    } finally {
+      backend.close();
+    }
+  }
+
+  @Override
+  public void close() {
+    shutdown(Duration.ofSeconds(5));
+  }
+}

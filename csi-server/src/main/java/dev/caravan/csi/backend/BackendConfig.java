@@ -1,0 +1,17 @@
+package dev.caravan.csi.backend;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * What every backend is constructed with.
+ *
+ * @param nodeId this node's CSI node id (also its topology segment value)
+ * @param dataDir where the backend and the node journal keep their state on the host
+ * @param options backend-specific settings from the config file ({@code file.*}, {@code local.*}, ...)
+ */
+public record BackendConfig(String nodeId, Path dataDir, Map<String, String> options) {
+  public BackendConfig {
+    options = Map.copyOf(options);
+  }
+}

@@ -1,0 +1,26 @@
+package dev.caravan.csi.backend;
+
+import java.nio.file.Path;
+
+/**
+ * The storage side of the Node service, deliberately small: make a volume's block device appear on
+ * this node and disappear again. Formatting, mounting, publishing and the node journal are the
+ * generic node engine's job ({@link dev.caravan.csi.node.NodeEngine}), shared by every backend.
+ */
+public interface NodeBackend {
+  /**
+   * Makes the volume's block device present on this node (loop device, zvol node, iSCSI LUN) and
+   * returns its path. Idempotent: an already attached volume returns the same device.
+   * NOT_FOUND if the backing object does not exist.
+   */
+  Path attach(VolumeRef volume);
+
+  /** Removes the device from this node; success if it is not attached. */
+  void detach(VolumeRef volume);
+
+  /** Makes an attached device reflect its backing object's current size (after an expansion). */
+  void refresh(VolumeRef volume);
+
+  /** Health of the backing object (e.g. "backing file missing"). */
+  VolumeHealth health(VolumeRef volume);
+}

@@ -1,0 +1,486 @@
+package dev.caravan.csi.backend.file;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CapacityReport;
+import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.Topology;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
+import dev.caravan.csi.backend.file.Records.SnapshotRecord;
+import dev.caravan.csi.backend.file.Records.State;
+import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.storage.block.LoopDevice;
+import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.file.SparseFiles;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
+ * copies) of them, clones are reflinks of a snapshot or a volume. A snapshot of a volume that is
+ * mounted on this node is taken with its filesystem frozen (FIFREEZE), so it holds every write
+ * acknowledged before the call.
+ *
+ * <p><b>Crash-safety rule.</b> Every create writes its record with state CREATING <em>before</em>
+ * touching data, builds the data in {@code <id>.img.partial}, renames it to {@code <id>.img}, and only
+ * then marks the record READY. Every delete marks the record DELETING, removes the data, then the
+ * record. A retry therefore always finds one of: no record (start over), CREATING (discard any
+ * partial file and redo the data from the recorded plan; if the image already exists the rename
+ * happened, so just mark READY), READY (done: idempotent answer), DELETING (finish the delete).
+ * Lists and lookups only show READY objects. Expansion grows the file before recording the new size,
+ * so a retry sees a recorded size below the request and finishes (growing is skipped when the file is
+ * already large enough).
+ */
+final class FileController implements ControllerBackend {
+  static final long MIB = 1L << 20;
+  static final long DEFAULT_SIZE = 1L << 30;
+  static final long MAX_SIZE = 16L << 40;
+  static final long MIN_BLOCK = MIB;
+  static final long MIN_EXT4 = 16 * MIB;
+  static final long MIN_XFS = 300 * MIB;
+  static final String PARAM_FS_TYPE = "fsType";
+  static final String CONTEXT_FS_TYPE = "fsType";
+  static final String CONTEXT_NODE = "node";
+
+  private final FileStore store;
+  private final String nodeId;
+  private final Topology nodeTopology;
+
+  FileController(FileStore store, String nodeId) {
+    this.store = store;
+    this.nodeId = nodeId;
+    this.nodeTopology = Topology.ofNode(nodeId);
+  }
+
+  @Override
+  public Set<String> knownParameters() {
+    return Set.of(PARAM_FS_TYPE);
+  }
+
+  @Override
+  public void checkVolumeId(String field, String id) {
+    IdRules.requireToken(field, id);
+  }
+
+  @Override
+  public void checkSnapshotId(String field, String id) {
+    IdRules.requireToken(field, id);
+  }
+
+  // ---- volumes ---------------------------------------------------------------------------------
+
+  @Override
+  public VolumeInfo createVolume(VolumeRequest req) {
+    String id = FileIds.volumeId(req.name());
+    String fsType = fsType(req);
+    Optional<VolumeRecord> existing = store.readVolume(id);
+    if (existing.isPresent() && existing.get().state() == State.DELETING) {
+      finishDelete(existing.get().id());
+      existing = Optional.empty();
+    }
+    if (existing.isPresent()) {
+      VolumeRecord r = existing.get();
+      requireCompatible(r, req, fsType);
+      return r.state() == State.READY ? info(r) : finishCreate(r);
+    }
+    requireTopology(req);
+    long size = plannedSize(req, fsType);
+    requireSpace(size);
+    VolumeRecord r =
+        new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
+            Instant.now().truncatedTo(ChronoUnit.MILLIS));
+    store.write(r);
+    return finishCreate(r);
+  }
+
+  private static String fsType(VolumeRequest req) {
+    String param = req.parameters().get(PARAM_FS_TYPE);
+    if (param != null && !List.of("ext4", "xfs").contains(param)) {
+      throw CsiException.invalid(
+          "parameters.fsType '" + IdRules.printable(param) + "' is not supported; supported: ext4, xfs");
+    }
+    if (param != null && req.fsType().isPresent() && !param.equals(req.fsType().get())) {
+      throw CsiException.invalid(
+          "parameters.fsType (" + param + ") contradicts volume_capabilities mount.fs_type ("
+              + req.fsType().get() + ")");
+    }
+    return req.fsType().orElse(param == null ? "ext4" : param);
+  }
+
+  private void requireCompatible(VolumeRecord r, VolumeRequest req, String fsType) {
+    if (!r.name().equals(req.name())) {
+      throw CsiException.internal("volume id collision between names '" + r.name() + "' and '" + req.name() + "'", null);
+    }
+    if (!req.capacity().admits(r.sizeBytes())) {
+      throw CsiException.alreadyExists(
+          "volume name '" + req.name() + "' already exists (" + r.id() + ") with " + r.sizeBytes()
+              + " bytes, outside the requested capacity_range [" + req.capacity().requiredBytes() + ", "
+              + (req.capacity().hasLimit() ? req.capacity().limitBytes() : "unbounded") + "]");
+    }
+    if (!r.source().equals(req.source())) {
+      throw CsiException.alreadyExists(
+          "volume name '" + req.name() + "' already exists (" + r.id() + ") with content source "
+              + r.source().map(ContentSource::toString).orElse("none") + ", not "
+              + req.source().map(ContentSource::toString).orElse("none"));
+    }
+    if (!r.fsType().equals(fsType)) {
+      throw CsiException.alreadyExists(
+          "volume name '" + req.name() + "' already exists (" + r.id() + ") for fs type " + r.fsType()
+              + ", not " + fsType);
+    }
+  }
+
+  private void requireTopology(VolumeRequest req) {
+    if (!req.requisite().isEmpty() && req.requisite().stream().noneMatch(nodeTopology::satisfies)) {
+      throw new CsiException(
+          CsiException.Kind.RESOURCE_EXHAUSTED,
+          "accessibility_requirements.requisite does not include this node (" + Topology.NODE_KEY + "="
+              + nodeId + "); the file backend places volumes only on the node it runs on");
+    }
+  }
+
+  private long plannedSize(VolumeRequest req, String fsType) {
+    CapacityRange range = req.capacity();
+    long minimum = req.accessTypes().contains(AccessType.MOUNT)
+        ? ("xfs".equals(fsType) ? MIN_XFS : MIN_EXT4)
+        : MIN_BLOCK;
+    long sourceSize = req.source().map(this::sourceSize).orElse(0L);
+    if (range.hasRequired() && range.requiredBytes() > MAX_SIZE) {
+      throw CsiException.outOfRange(
+          "capacity_range.required_bytes " + range.requiredBytes() + " exceeds the maximum volume size of "
+              + MAX_SIZE + " bytes (16 TiB)");
+    }
+    long wanted;
+    if (range.hasRequired()) {
+      wanted = range.requiredBytes();
+    } else if (sourceSize > 0) {
+      wanted = sourceSize;
+    } else {
+      wanted = range.hasLimit() ? Math.min(DEFAULT_SIZE, range.limitBytes()) : DEFAULT_SIZE;
+    }
+    wanted = Math.max(wanted, Math.max(minimum, sourceSize));
+    long size = roundUp(wanted, MIB);
+    if (range.hasLimit() && size > range.limitBytes()) {
+      size = roundUp(wanted, 4096);
+    }
+    if (range.hasLimit() && size > range.limitBytes()) {
+      throw CsiException.outOfRange(
+          "capacity_range.limit_bytes " + range.limitBytes() + " is below what this volume needs ("
+              + size + " bytes: minimum " + minimum + " for " + (minimum == MIN_BLOCK ? "block" : fsType)
+              + (sourceSize > 0 ? ", source size " + sourceSize : "") + ")");
+    }
+    return size;
+  }
+
+  private long sourceSize(ContentSource source) {
+    return switch (source.kind()) {
+      case SNAPSHOT -> readySnapshot(source.id())
+          .orElseThrow(() -> CsiException.notFound(
+              "volume_content_source.snapshot.snapshot_id " + source.id() + " does not exist"))
+          .sizeBytes();
+      case VOLUME -> readyVolume(source.id())
+          .orElseThrow(() -> CsiException.notFound(
+              "volume_content_source.volume.volume_id " + source.id() + " does not exist"))
+          .sizeBytes();
+    };
+  }
+
+  private void requireSpace(long bytes) {
+    long available = Filesystems.stats(store.dataDir()).availableBytes();
+    if (bytes > available) {
+      throw new CsiException(
+          CsiException.Kind.RESOURCE_EXHAUSTED,
+          "a volume of " + bytes + " bytes does not fit: the data directory " + store.dataDir() + " has "
+              + available + " bytes free");
+    }
+  }
+
+  private VolumeInfo finishCreate(VolumeRecord r) {
+    Path image = store.volumeImage(r.id());
+    if (!Files.exists(image)) {
+      Path partial = FileStore.partial(image);
+      FileStore.delete(partial);
+      if (r.source().isPresent()) {
+        Path from = sourceImage(r);
+        SparseFiles.cloneFile(from, partial);
+        if (size(partial) < r.sizeBytes()) {
+          SparseFiles.grow(partial, r.sizeBytes());
+        }
+      } else {
+        SparseFiles.create(partial, r.sizeBytes());
+      }
+      FileStore.publish(partial, image);
+    }
+    VolumeRecord ready = r.withState(State.READY);
+    store.write(ready);
+    return info(ready);
+  }
+
+  private Path sourceImage(VolumeRecord r) {
+    ContentSource s = r.source().orElseThrow();
+    boolean present = switch (s.kind()) {
+      case SNAPSHOT -> readySnapshot(s.id()).isPresent();
+      case VOLUME -> readyVolume(s.id()).isPresent();
+    };
+    if (!present) {
+      // The source vanished between our CREATING record and now: forget the attempt entirely.
+      store.deleteVolumeRecord(r.id());
+      throw CsiException.notFound("content source " + s.kind().name().toLowerCase(java.util.Locale.ROOT)
+          + " " + s.id() + " no longer exists");
+    }
+    return s.kind() == ContentSource.Kind.SNAPSHOT ? store.snapshotImage(s.id()) : store.volumeImage(s.id());
+  }
+
+  @Override
+  public void deleteVolume(String volumeId) {
+    Optional<VolumeRecord> r = store.readVolume(volumeId);
+    Path image = store.volumeImage(volumeId);
+    if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
+      return;
+    }
+    List<String> snapshots = store.snapshots().stream()
+        .filter(s -> s.sourceVolumeId().equals(volumeId) && s.state() != State.DELETING)
+        .map(SnapshotRecord::id)
+        .toList();
+    if (!snapshots.isEmpty()) {
+      throw CsiException.failedPrecondition(
+          "volume " + volumeId + " has snapshots " + snapshots + "; delete them first");
+    }
+    Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
+    if (loop.isPresent()) {
+      throw CsiException.failedPrecondition(
+          "volume " + volumeId + " is in use: attached on node " + nodeId + " as " + loop.get().device()
+              + "; unstage it (NodeUnstageVolume) before deleting");
+    }
+    r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    finishDelete(volumeId);
+  }
+
+  private void finishDelete(String volumeId) {
+    Path image = store.volumeImage(volumeId);
+    FileStore.delete(FileStore.partial(image));
+    FileStore.delete(image);
+    store.deleteVolumeRecord(volumeId);
+  }
+
+  @Override
+  public Optional<VolumeInfo> findVolume(String volumeId) {
+    return readyVolume(volumeId).map(this::info);
+  }
+
+  @Override
+  public Optional<VolumeStatus> volumeStatus(String volumeId) {
+    return readyVolume(volumeId).map(r -> {
+      Path image = store.volumeImage(r.id());
+      VolumeHealth health;
+      List<String> attached = List.of();
+      if (!Files.exists(image)) {
+        health = VolumeHealth.abnormal("backing file " + image + " is missing");
+      } else {
+        long actual = size(image);
+        health = actual < r.sizeBytes()
+            ? VolumeHealth.abnormal("backing file " + image + " is " + actual + " bytes, smaller than the volume ("
+                + r.sizeBytes() + ")")
+            : VolumeHealth.OK;
+        if (LoopDevices.find(image).isPresent()) {
+          attached = List.of(nodeId);
+        }
+      }
+      return new VolumeStatus(info(r), health, attached);
+    });
+  }
+
+  @Override
+  public List<VolumeInfo> listVolumes() {
+    return store.volumes().stream().filter(r -> r.state() == State.READY).map(this::info).toList();
+  }
+
+  // ---- snapshots -------------------------------------------------------------------------------
+
+  @Override
+  public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
+    String id = FileIds.snapshotId(name);
+    Optional<SnapshotRecord> existing = store.readSnapshot(id);
+    if (existing.isPresent() && existing.get().state() == State.DELETING) {
+      finishDeleteSnapshot(id);
+      existing = Optional.empty();
+    }
+    if (existing.isPresent()) {
+      SnapshotRecord r = existing.get();
+      if (!r.sourceVolumeId().equals(sourceVolumeId)) {
+        throw CsiException.alreadyExists(
+            "snapshot name '" + name + "' already exists (" + r.id() + ") for volume " + r.sourceVolumeId()
+                + ", not " + sourceVolumeId);
+      }
+      if (r.state() == State.READY) {
+        return info(r);
+      }
+      return finishSnapshot(r);
+    }
+    VolumeRecord source = readyVolume(sourceVolumeId)
+        .orElseThrow(() -> CsiException.notFound("source_volume_id " + sourceVolumeId + " does not exist"));
+    requireSpace(0);
+    SnapshotRecord r = new SnapshotRecord(id, name, State.CREATING, sourceVolumeId, source.sizeBytes(),
+        Instant.now().truncatedTo(ChronoUnit.MILLIS));
+    store.write(r);
+    return finishSnapshot(r);
+  }
+
+  private SnapshotInfo finishSnapshot(SnapshotRecord r) {
+    Path image = store.snapshotImage(r.id());
+    if (!Files.exists(image)) {
+      Path source = store.volumeImage(r.sourceVolumeId());
+      if (readyVolume(r.sourceVolumeId()).isEmpty() || !Files.exists(source)) {
+        store.deleteSnapshotRecord(r.id());
+        throw CsiException.notFound("source_volume_id " + r.sourceVolumeId() + " no longer exists");
+      }
+      Path partial = FileStore.partial(image);
+      FileStore.delete(partial);
+      Optional<Path> mounted = mountPointOf(source);
+      if (mounted.isPresent()) {
+        // Staged here: freeze the filesystem so the copy is consistent (freezing flushes dirty data).
+        Filesystems.whileFrozen(mounted.get(), () -> SparseFiles.cloneFile(source, partial));
+      } else {
+        SparseFiles.cloneFile(source, partial);
+      }
+      FileStore.publish(partial, image);
+    }
+    SnapshotRecord ready = r.withState(State.READY);
+    store.write(ready);
+    return info(ready);
+  }
+
+  @Override
+  public void deleteSnapshot(String snapshotId) {
+    Optional<SnapshotRecord> r = store.readSnapshot(snapshotId);
+    Path image = store.snapshotImage(snapshotId);
+    if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
+      return;
+    }
+    r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    finishDeleteSnapshot(snapshotId);
+  }
+
+  private void finishDeleteSnapshot(String snapshotId) {
+    Path image = store.snapshotImage(snapshotId);
+    FileStore.delete(FileStore.partial(image));
+    FileStore.delete(image);
+    store.deleteSnapshotRecord(snapshotId);
+  }
+
+  @Override
+  public Optional<SnapshotInfo> findSnapshot(String snapshotId) {
+    return readySnapshot(snapshotId).map(FileController::info);
+  }
+
+  @Override
+  public List<SnapshotInfo> listSnapshots() {
+    return store.snapshots().stream().filter(r -> r.state() == State.READY).map(FileController::info).toList();
+  }
+
+  /** Where the loop device of {@code image} is mounted on this node, if it is. */
+  private static Optional<Path> mountPointOf(Path image) {
+    Optional<LoopDevice> loop = LoopDevices.find(image);
+    if (loop.isEmpty()) {
+      return Optional.empty();
+    }
+    String device = loop.get().device().toString();
+    return MountTable.read().stream()
+        .filter(e -> e.source().equals(device))
+        .map(MountEntry::mountPoint)
+        .findFirst();
+  }
+
+  // ---- expansion and capacity ------------------------------------------------------------------
+
+  @Override
+  public ExpandResult expandVolume(String volumeId, CapacityRange range, AccessType accessType) {
+    VolumeRecord r = readyVolume(volumeId)
+        .orElseThrow(() -> CsiException.notFound("volume_id " + volumeId + " does not exist"));
+    boolean nodeExpansion = accessType != AccessType.BLOCK;
+    if (range.hasLimit() && range.limitBytes() < r.sizeBytes()) {
+      throw CsiException.outOfRange(
+          "capacity_range.limit_bytes " + range.limitBytes() + " is below the volume's current size "
+              + r.sizeBytes() + "; volumes only grow");
+    }
+    if (range.requiredBytes() > MAX_SIZE) {
+      throw CsiException.outOfRange(
+          "capacity_range.required_bytes " + range.requiredBytes() + " exceeds the maximum volume size of "
+              + MAX_SIZE + " bytes (16 TiB)");
+    }
+    long target = roundUp(range.requiredBytes(), MIB);
+    if (range.hasLimit() && target > range.limitBytes()) {
+      target = roundUp(range.requiredBytes(), 4096);
+    }
+    Path image = store.volumeImage(volumeId);
+    if (target <= r.sizeBytes()) {
+      return new ExpandResult(r.sizeBytes(), nodeExpansion);
+    }
+    requireSpace(target - r.sizeBytes());
+    if (size(image) < target) {
+      SparseFiles.grow(image, target);
+    }
+    store.write(r.withSize(target));
+    LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
+    return new ExpandResult(target, nodeExpansion);
+  }
+
+  @Override
+  public CapacityReport capacity(Map<String, String> parameters) {
+    long available = Filesystems.stats(store.dataDir()).availableBytes();
+    long minimum = "xfs".equals(parameters.get(PARAM_FS_TYPE)) ? MIN_XFS : MIN_BLOCK;
+    return new CapacityReport(available, Math.min(MAX_SIZE, available), minimum);
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------
+
+  private Optional<VolumeRecord> readyVolume(String id) {
+    return store.readVolume(id).filter(r -> r.state() == State.READY);
+  }
+
+  private Optional<SnapshotRecord> readySnapshot(String id) {
+    return store.readSnapshot(id).filter(r -> r.state() == State.READY);
+  }
+
+  private VolumeInfo info(VolumeRecord r) {
+    return new VolumeInfo(
+        r.id(), r.name(), r.sizeBytes(),
+        Map.of(CONTEXT_FS_TYPE, r.fsType(), CONTEXT_NODE, nodeId),
+        r.source(), List.of(nodeTopology));
+  }
+
+  private static SnapshotInfo info(SnapshotRecord r) {
+    return new SnapshotInfo(r.id(), r.name(), r.sourceVolumeId(), r.sizeBytes(), r.createdAt(), true);
+  }
+
+  static long roundUp(long value, long unit) {
+    return ((value + unit - 1) / unit) * unit;
+  }
+
+  private static long size(Path file) {
+    try {
+      return Files.size(file);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot stat " + file, e);
+    }
+  }
+}

@@ -1,0 +1,55 @@
+package dev.caravan.csi.backend.file;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Locale;
+
+/**
+ * Volume and snapshot ids derived from the CO's name: a readable slug plus 12 hex digits of the
+ * name's SHA-256, e.g. {@code vol-mysql-data-3f2a9c0b1d4e}. Deriving the id from the name makes
+ * CreateVolume idempotent without a name index, and lets a retry after a crash find the half-done
+ * work. Ids contain only {@code [a-z0-9-]}, so they are safe as file names.
+ */
+final class FileIds {
+  private static final int SLUG_MAX = 40;
+
+  private FileIds() {}
+
+  static String volumeId(String name) {
+    return "vol-" + slugAndHash(name);
+  }
+
+  static String snapshotId(String name) {
+    return "snap-" + slugAndHash(name);
+  }
+
+  private static String slugAndHash(String name) {
+    StringBuilder slug = new StringBuilder();
+    for (char c : name.toLowerCase(Locale.ROOT).toCharArray()) {
+      boolean ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+      if (ok) {
+        slug.append(c);
+      } else if (!slug.isEmpty() && slug.charAt(slug.length() - 1) != '-') {
+        slug.append('-');
+      }
+      if (slug.length() >= SLUG_MAX) {
+        break;
+      }
+    }
+    if (!slug.isEmpty() && slug.charAt(slug.length() - 1) != '-') {
+      slug.append('-');
+    }
+    return slug + hash(name);
+  }
+
+  private static String hash(String name) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(digest, 0, 6);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is always available", e);
+    }
+  }
+}

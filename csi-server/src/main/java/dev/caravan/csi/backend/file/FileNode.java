@@ -1,0 +1,58 @@
+package dev.caravan.csi.backend.file;
+
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.backend.file.Records.State;
+import dev.caravan.storage.block.LoopDevices;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/** Node half of the file backend: a volume's device is a loop device over its image file. */
+final class FileNode implements NodeBackend {
+  private final FileStore store;
+
+  FileNode(FileStore store) {
+    this.store = store;
+  }
+
+  @Override
+  public Path attach(VolumeRef volume) {
+    Path image = store.volumeImage(volume.volumeId());
+    boolean ready = store.readVolume(volume.volumeId()).map(r -> r.state() == State.READY).orElse(false);
+    if (!ready || !Files.exists(image)) {
+      throw CsiException.notFound(
+          "volume_id " + volume.volumeId() + " does not exist on this node (no backing file " + image + ")");
+    }
+    return LoopDevices.attach(image, false).device();
+  }
+
+  @Override
+  public void detach(VolumeRef volume) {
+    Path image = store.volumeImage(volume.volumeId());
+    if (Files.exists(image)) {
+      LoopDevices.find(image).ifPresent(LoopDevices::detach);
+    }
+  }
+
+  @Override
+  public void refresh(VolumeRef volume) {
+    Path image = store.volumeImage(volume.volumeId());
+    if (Files.exists(image)) {
+      LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
+    }
+  }
+
+  @Override
+  public VolumeHealth health(VolumeRef volume) {
+    Path image = store.volumeImage(volume.volumeId());
+    if (!Files.exists(image)) {
+      return VolumeHealth.abnormal("backing file " + image + " is missing");
+    }
+    if (LoopDevices.find(image).isEmpty()) {
+      return VolumeHealth.abnormal("no loop device is attached to " + image);
+    }
+    return VolumeHealth.OK;
+  }
+}

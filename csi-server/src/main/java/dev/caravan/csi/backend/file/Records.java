@@ -1,0 +1,122 @@
+package dev.caravan.csi.backend.file;
+
+import dev.caravan.csi.backend.ContentSource;
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.TreeMap;
+
+/** The metadata records of the file backend and their properties-file encoding. */
+final class Records {
+  private Records() {}
+
+  /** Lifecycle of a record; see {@link FileController} for the crash-safety rule built on it. */
+  enum State {
+    CREATING,
+    READY,
+    DELETING
+  }
+
+  record VolumeRecord(
+      String id, String name, State state, long sizeBytes, Optional<ContentSource> source, String fsType,
+      Instant createdAt) {
+    VolumeRecord withState(State s) {
+      return new VolumeRecord(id, name, s, sizeBytes, source, fsType, createdAt);
+    }
+
+    VolumeRecord withSize(long size) {
+      return new VolumeRecord(id, name, state, size, source, fsType, createdAt);
+    }
+
+    byte[] encode() {
+      Map<String, String> m = new TreeMap<>();
+      m.put("kind", "volume");
+      m.put("id", id);
+      m.put("name", name);
+      m.put("state", state.name());
+      m.put("sizeBytes", Long.toString(sizeBytes));
+      m.put("fsType", fsType);
+      m.put("createdAt", createdAt.toString());
+      source.ifPresent(s -> {
+        m.put("source.kind", s.kind().name());
+        m.put("source.id", s.id());
+      });
+      return Records.encode(m);
+    }
+
+    static VolumeRecord decode(byte[] bytes) {
+      Properties p = Records.decode(bytes);
+      Optional<ContentSource> source =
+          p.getProperty("source.kind") == null
+              ? Optional.empty()
+              : Optional.of(new ContentSource(
+                  ContentSource.Kind.valueOf(p.getProperty("source.kind")), p.getProperty("source.id")));
+      return new VolumeRecord(
+          p.getProperty("id"),
+          p.getProperty("name"),
+          State.valueOf(p.getProperty("state")),
+          Long.parseLong(p.getProperty("sizeBytes")),
+          source,
+          p.getProperty("fsType", "ext4"),
+          Instant.parse(p.getProperty("createdAt")));
+    }
+  }
+
+  record SnapshotRecord(
+      String id, String name, State state, String sourceVolumeId, long sizeBytes, Instant createdAt) {
+    SnapshotRecord withState(State s) {
+      return new SnapshotRecord(id, name, s, sourceVolumeId, sizeBytes, createdAt);
+    }
+
+    byte[] encode() {
+      Map<String, String> m = new TreeMap<>();
+      m.put("kind", "snapshot");
+      m.put("id", id);
+      m.put("name", name);
+      m.put("state", state.name());
+      m.put("sourceVolumeId", sourceVolumeId);
+      m.put("sizeBytes", Long.toString(sizeBytes));
+      m.put("createdAt", createdAt.toString());
+      return Records.encode(m);
+    }
+
+    static SnapshotRecord decode(byte[] bytes) {
+      Properties p = Records.decode(bytes);
+      return new SnapshotRecord(
+          p.getProperty("id"),
+          p.getProperty("name"),
+          State.valueOf(p.getProperty("state")),
+          p.getProperty("sourceVolumeId"),
+          Long.parseLong(p.getProperty("sizeBytes")),
+          Instant.parse(p.getProperty("createdAt")));
+    }
+  }
+
+  static byte[] encode(Map<String, String> values) {
+    Properties p = new Properties();
+    p.putAll(values);
+    StringWriter w = new StringWriter();
+    try {
+      p.store(w, "caravan file backend record");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return w.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  static Properties decode(byte[] bytes) {
+    Properties p = new Properties();
+    try {
+      p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return p;
+  }
+}

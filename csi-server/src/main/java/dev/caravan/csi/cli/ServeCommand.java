@@ -1,0 +1,151 @@
+package dev.caravan.csi.cli;
+
+import dev.caravan.csi.Plugin;
+import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.server.Endpoint;
+import dev.caravan.csi.service.IdentityService;
+import java.io.IOException;
+import java.io.Reader;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code caravan serve}: runs the plugin until SIGTERM/SIGINT. Each setting comes from the flag, else
+ * the environment (CSI_ENDPOINT, CSI_NODE_ID), else the {@code --config} properties file, else the
+ * default.
+ */
+@Command(name = "serve", description = "Run the CSI plugin on a unix socket.")
+final class ServeCommand implements Callable<Integer> {
+  private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
+  private static final Set<String> CONFIG_KEYS =
+      Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds");
+
+  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file).")
+  String driver;
+
+  @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")
+  String endpoint;
+
+  @Option(names = "--node-id", description = "CSI node id (default: $CSI_NODE_ID, else the hostname).")
+  String nodeId;
+
+  @Option(names = "--data-dir", description = "State directory (default: /var/lib/caravan/<driver>).")
+  Path dataDir;
+
+  @Option(names = "--plugin-name", description = "GetPluginInfo name (default: caravan.csi.<driver>).")
+  String pluginName;
+
+  @Option(names = "--max-volumes", description = "max_volumes_per_node reported to the CO (default: 0 = unlimited).")
+  Long maxVolumes;
+
+  @Option(names = "--drain-timeout", description = "How long SIGTERM waits for in-flight calls, in seconds (default: 10).")
+  Long drainSeconds;
+
+  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, and <driver>.* backend options.")
+  Path config;
+
+  @Override
+  public Integer call() throws IOException, InterruptedException {
+    Map<String, String> file;
+    try {
+      file = config == null ? Map.of() : readConfig(config);
+    } catch (IOException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
+    String drv = first(driver, null, file.get("driver"), "file");
+    if (!Backends.DRIVERS.contains(drv)) {
+      System.err.println("caravan: unknown driver '" + drv + "'; known drivers: " + String.join(", ", Backends.DRIVERS));
+      return 2;
+    }
+    String ep = first(endpoint, System.getenv(Endpoint.ENV), file.get("endpoint"), null);
+    Path socket;
+    try {
+      socket = Endpoint.parse(ep);
+    } catch (IllegalArgumentException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
+    String node = first(nodeId, System.getenv("CSI_NODE_ID"), file.get("node-id"), hostname());
+    Path data = dataDir != null ? dataDir : Path.of(first(null, null, file.get("data-dir"), "/var/lib/caravan/" + drv));
+    String name = first(pluginName, null, file.get("plugin-name"), IdentityService.defaultName(drv));
+    long max = maxVolumes != null ? maxVolumes : Long.parseLong(first(null, null, file.get("max-volumes"), "0"));
+    long drain = drainSeconds != null ? drainSeconds : Long.parseLong(first(null, null, file.get("drain-timeout-seconds"), "10"));
+    Map<String, String> options = new HashMap<>();
+    file.forEach((k, v) -> {
+      if (k.startsWith(drv + ".")) {
+        options.put(k.substring(drv.length() + 1), v);
+      }
+    });
+
+    Plugin plugin;
+    try {
+      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options));
+    } catch (IllegalArgumentException | IOException e) {
+      System.err.println("caravan: cannot start: " + e.getMessage());
+      return 1;
+    }
+    LOG.log(System.Logger.Level.INFO, "caravan serving driver={0} node={1} data={2} name={3}", drv, node, data, name);
+    Thread hook = new Thread(() -> {
+      LOG.log(System.Logger.Level.INFO, "signal received: draining (up to {0}s)", drain);
+      plugin.shutdown(Duration.ofSeconds(drain));
+    }, "caravan-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+    plugin.awaitTermination();
+    return 0;
+  }
+
+  private static Map<String, String> readConfig(Path file) throws IOException {
+    Properties p = new Properties();
+    try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+      p.load(r);
+    }
+    Map<String, String> out = new HashMap<>();
+    Set<String> unknown = new TreeSet<>();
+    for (String key : p.stringPropertyNames()) {
+      boolean backendKey = Backends.DRIVERS.stream().anyMatch(d -> key.startsWith(d + "."));
+      if (!CONFIG_KEYS.contains(key) && !backendKey) {
+        unknown.add(key);
+      }
+      out.put(key, p.getProperty(key).trim());
+    }
+    if (!unknown.isEmpty()) {
+      throw new IOException("config " + file + " has unknown key(s) " + unknown + "; known: " + new TreeSet<>(CONFIG_KEYS)
+          + " and <driver>.*");
+    }
+    return out;
+  }
+
+  private static String first(String flag, String env, String file, String fallback) {
+    if (flag != null && !flag.isEmpty()) {
+      return flag;
+    }
+    if (env != null && !env.isEmpty()) {
+      return env;
+    }
+    if (file != null && !file.isEmpty()) {
+      return file;
+    }
+    return fallback;
+  }
+
+  private static String hostname() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (UnknownHostException e) {
+      return "localhost";
+    }
+  }
+}

@@ -1,0 +1,442 @@
+package dev.caravan.csi.node;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.storage.DataPresentException;
+import dev.caravan.storage.MountConflictException;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.fs.FormatOutcome;
+import dev.caravan.storage.fs.FsStats;
+import dev.caravan.storage.fs.FsType;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountFlag;
+import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.mount.Mounts;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * The node side shared by every backend: stage (attach, format if empty, mount), publish (bind),
+ * unpublish, unstage, stats and expansion, with the {@link NodeJournal} making all of it exact across
+ * plugin restarts. Backends only attach and detach devices ({@link NodeBackend}). The caller
+ * serializes calls per volume. Mounts and devices outlive the plugin process: nothing here is undone
+ * on shutdown.
+ */
+public final class NodeEngine {
+  private static final System.Logger LOG = System.getLogger(NodeEngine.class.getName());
+
+  private final NodeBackend backend;
+  private final NodeJournal journal;
+
+  public NodeEngine(NodeBackend backend, NodeJournal journal) {
+    this.backend = backend;
+    this.journal = journal;
+  }
+
+  public NodeJournal journal() {
+    return journal;
+  }
+
+  /** A validated NodeStageVolume. {@code fsType} is ignored for block access. */
+  public record StageSpec(
+      VolumeRef volume, Path stagingPath, AccessType accessType, String fsType, List<String> mountFlags,
+      boolean readOnly) {}
+
+  /** A validated NodePublishVolume. */
+  public record PublishSpec(
+      String volumeId, Path stagingPath, Path target, AccessType accessType, boolean readOnly) {}
+
+  /** NodeGetVolumeStats: filesystem figures (mount access, when mounted), device size, health. */
+  public record Stats(AccessType accessType, Optional<FsStats> fs, long deviceBytes, VolumeHealth health) {}
+
+  // ---- stage / unstage -------------------------------------------------------------------------
+
+  public void stage(StageSpec s) {
+    String id = s.volume().volumeId();
+    String fsType = s.accessType() == AccessType.MOUNT ? s.fsType() : "";
+    Optional<StagedVolume> current = journal.get(id);
+    if (current.isPresent()) {
+      StagedVolume c = current.get();
+      if (c.accessType() != s.accessType() || !c.fsType().equals(fsType)) {
+        throw CsiException.alreadyExists(
+            "volume " + id + " is already staged on this node for " + describe(c.accessType(), c.fsType())
+                + " at " + c.stagingPaths() + "; this request asks for " + describe(s.accessType(), fsType));
+      }
+      if (c.stagingPaths().contains(s.stagingPath())
+          && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(s.stagingPath()))) {
+        return;
+      }
+    }
+    StagedVolume intent = current
+        .orElseGet(() -> new StagedVolume(id, s.volume().context(), s.accessType(), fsType, s.mountFlags(),
+            Optional.empty(), List.of(), List.of()))
+        .withStagingPath(s.stagingPath());
+    journal.put(intent);
+    try {
+      Path device = backend.attach(s.volume());
+      if (s.accessType() == AccessType.MOUNT) {
+        mountFilesystem(id, device, s, fsType);
+      }
+      journal.put(intent.withDevice(device));
+    } catch (RuntimeException e) {
+      rollBackStage(current, intent, s);
+      throw translate(e);
+    }
+  }
+
+  private void mountFilesystem(String id, Path device, StageSpec s, String fsType) {
+    FsType fs = FsType.parse(fsType)
+        .orElseThrow(() -> CsiException.invalid("fs type '" + fsType + "' is not supported; supported: ext4, xfs"));
+    FormatOutcome outcome;
+    try {
+      outcome = Filesystems.formatIfEmpty(device, fs, List.of());
+    } catch (DataPresentException e) {
+      throw CsiException.failedPrecondition(
+          "refusing to format " + device + " for volume " + id + " as " + fsType + ": it already holds "
+              + e.found());
+    }
+    createDirectory(s.stagingPath());
+    Set<MountFlag> flags = flags(s.mountFlags(), s.readOnly());
+    String data = data(s.mountFlags());
+    if (fs == FsType.XFS) {
+      // Clones and snapshots share the source's XFS UUID; without nouuid the kernel refuses to mount
+      // a clone while its source is mounted.
+      data = data.isEmpty() ? "nouuid" : data + ",nouuid";
+    }
+    Mounts.mount(device, s.stagingPath(), fs.id(), flags, data);
+    if (outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly()) {
+      // The volume may have grown while it was not staged (Nomad sends no NodeExpand then).
+      try {
+        Filesystems.grow(s.stagingPath());
+      } catch (StorageException e) {
+        LOG.log(System.Logger.Level.WARNING, "could not grow the filesystem of " + id + " at stage", e);
+      }
+    }
+  }
+
+  private void rollBackStage(Optional<StagedVolume> before, StagedVolume intent, StageSpec s) {
+    try {
+      if (s.accessType() == AccessType.MOUNT && before.map(b -> !b.stagingPaths().contains(s.stagingPath())).orElse(true)) {
+        Mounts.unmount(s.stagingPath());
+      }
+      if (before.isEmpty() || before.get().stagingPaths().isEmpty()) {
+        backend.detach(s.volume());
+        journal.remove(intent.volumeId());
+      } else {
+        journal.put(before.get());
+      }
+    } catch (RuntimeException cleanup) {
+      LOG.log(System.Logger.Level.WARNING, "could not roll back a failed stage of " + intent.volumeId(), cleanup);
+    }
+  }
+
+  public void unstage(String volumeId, Path stagingPath) {
+    Optional<StagedVolume> current = journal.get(volumeId);
+    if (current.isEmpty() || !current.get().stagingPaths().contains(stagingPath)) {
+      return;
+    }
+    StagedVolume c = pruneTargets(current.get());
+    List<Path> blocking = c.targets().stream()
+        .filter(t -> t.stagingPath().equals(stagingPath) || c.stagingPaths().size() == 1)
+        .map(Published::target)
+        .toList();
+    if (!blocking.isEmpty()) {
+      throw CsiException.failedPrecondition(
+          "volume " + volumeId + " is still published at " + blocking + "; unpublish those targets"
+              + " (NodeUnpublishVolume) before unstaging " + stagingPath);
+    }
+    try {
+      if (c.accessType() == AccessType.MOUNT) {
+        Mounts.unmount(stagingPath);
+      }
+      StagedVolume remaining = c.withoutStagingPath(stagingPath);
+      if (remaining.stagingPaths().isEmpty()) {
+        backend.detach(c.ref());
+        journal.remove(volumeId);
+      } else {
+        journal.put(remaining);
+      }
+    } catch (RuntimeException e) {
+      throw translate(e);
+    }
+  }
+
+  /** Drops publish targets that are no longer mounted (unmounted behind our back or before a crash). */
+  private StagedVolume pruneTargets(StagedVolume c) {
+    List<Published> live = c.targets().stream().filter(t -> MountTable.isMountPoint(t.target())).toList();
+    if (live.size() == c.targets().size()) {
+      return c;
+    }
+    StagedVolume pruned = c.withTargets(live);
+    journal.put(pruned);
+    return pruned;
+  }
+
+  // ---- publish / unpublish ---------------------------------------------------------------------
+
+  public void publish(PublishSpec p) {
+    StagedVolume c = journal.get(p.volumeId())
+        .orElseThrow(() -> CsiException.failedPrecondition(
+            "volume " + p.volumeId() + " is not staged on this node; call NodeStageVolume first"));
+    if (!c.stagingPaths().contains(p.stagingPath())) {
+      throw CsiException.failedPrecondition(
+          "volume " + p.volumeId() + " is staged at " + c.stagingPaths() + ", not at staging_target_path "
+              + p.stagingPath());
+    }
+    if (c.accessType() != p.accessType()) {
+      throw CsiException.invalid(
+          "volume_capability asks for " + describe(p.accessType(), "") + " but volume " + p.volumeId()
+              + " was staged for " + describe(c.accessType(), c.fsType()));
+    }
+    Optional<Published> existing = c.target(p.target());
+    if (existing.isPresent() && MountTable.isMountPoint(p.target())) {
+      Published e = existing.get();
+      if (e.readOnly() == p.readOnly() && e.stagingPath().equals(p.stagingPath())) {
+        return;
+      }
+      throw CsiException.alreadyExists(
+          "target_path " + p.target() + " is already published for volume " + p.volumeId() + " with readonly="
+              + e.readOnly() + " from " + e.stagingPath() + "; this request differs");
+    }
+    Published entry = new Published(p.target(), p.stagingPath(), p.readOnly());
+    journal.put(c.withTarget(entry));
+    boolean created = false;
+    try {
+      if (p.accessType() == AccessType.MOUNT) {
+        created = createDirectory(p.target());
+        Mounts.bind(p.stagingPath(), p.target(), p.readOnly());
+      } else {
+        Path device = c.device().orElseThrow(() -> CsiException.failedPrecondition(
+            "volume " + p.volumeId() + " has no device recorded; stage it again"));
+        created = createFile(p.target());
+        Mounts.bind(device, p.target(), p.readOnly());
+      }
+    } catch (RuntimeException e) {
+      try {
+        if (created) {
+          Files.deleteIfExists(p.target());
+        }
+        journal.put(journal.get(p.volumeId()).orElse(c).withoutTarget(p.target()));
+      } catch (IOException | RuntimeException cleanup) {
+        LOG.log(System.Logger.Level.WARNING, "could not roll back a failed publish at " + p.target(), cleanup);
+      }
+      throw translate(e);
+    }
+  }
+
+  public void unpublish(String volumeId, Path target) {
+    Optional<StagedVolume> current = journal.get(volumeId);
+    Optional<Published> recorded = current.flatMap(c -> c.target(target));
+    try {
+      Optional<MountEntry> mount = MountTable.at(target);
+      if (mount.isPresent()) {
+        if (recorded.isEmpty() && !belongsTo(mount.get(), current)) {
+          throw CsiException.notFound(
+              "volume " + volumeId + " is not published at target_path " + target + " (the mount there, from "
+                  + mount.get().source() + ", was not made by this plugin for this volume)");
+        }
+        while (MountTable.isMountPoint(target) && Mounts.unmount(target)) {
+          // a target can carry the same bind twice after a crash between mount and journal; undo all
+        }
+      }
+      removeTarget(target);
+      if (recorded.isPresent()) {
+        journal.put(current.get().withoutTarget(target));
+      }
+    } catch (CsiException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw translate(e);
+    }
+  }
+
+  private static boolean belongsTo(MountEntry mount, Optional<StagedVolume> volume) {
+    Optional<Path> device = volume.flatMap(StagedVolume::device);
+    if (device.isEmpty()) {
+      return false;
+    }
+    String dev = device.get().toString();
+    return mount.source().equals(dev) || mount.root().equals("/" + device.get().getFileName());
+  }
+
+  private static void removeTarget(Path target) {
+    try {
+      if (Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
+        Files.deleteIfExists(target);
+      } else if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS) && Files.size(target) == 0) {
+        Files.deleteIfExists(target);
+      }
+    } catch (DirectoryNotEmptyException e) {
+      LOG.log(System.Logger.Level.WARNING, "leaving non-empty target directory " + target + " in place");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot remove target " + target, e);
+    }
+  }
+
+  // ---- stats / expand --------------------------------------------------------------------------
+
+  public Stats stats(String volumeId, Path path) {
+    StagedVolume c = known(volumeId, path, "volume_path");
+    if (!Files.exists(path)) {
+      throw CsiException.notFound("volume_path " + path + " does not exist");
+    }
+    VolumeHealth health = backend.health(c.ref());
+    long deviceBytes = c.device().filter(Files::exists).map(BlockDevices::size).orElse(0L);
+    if (c.accessType() == AccessType.BLOCK) {
+      if (!health.abnormal() && c.target(path).isPresent() && !MountTable.isMountPoint(path)) {
+        health = VolumeHealth.abnormal("the device is no longer bound at " + path);
+      }
+      return new Stats(AccessType.BLOCK, Optional.empty(), deviceBytes, health);
+    }
+    if (!MountTable.isMountPoint(path)) {
+      VolumeHealth gone = VolumeHealth.abnormal(
+          "nothing is mounted at " + path + " any more (volume " + volumeId + " should be)"
+              + (health.abnormal() ? "; " + health.message() : ""));
+      return new Stats(AccessType.MOUNT, Optional.empty(), deviceBytes, gone);
+    }
+    return new Stats(AccessType.MOUNT, Optional.of(Filesystems.stats(path)), deviceBytes, health);
+  }
+
+  /** Grows the device (if the backend needs to) and the filesystem; returns the device size. */
+  public long expand(String volumeId, Path volumePath) {
+    StagedVolume c = known(volumeId, volumePath, "volume_path");
+    try {
+      backend.refresh(c.ref());
+      if (c.accessType() == AccessType.MOUNT) {
+        Path mounted = MountTable.isMountPoint(volumePath)
+            ? volumePath
+            : c.stagingPaths().stream().filter(MountTable::isMountPoint).findFirst()
+                .orElseThrow(() -> CsiException.failedPrecondition(
+                    "volume " + volumeId + " has no mounted filesystem on this node to grow"));
+        Filesystems.grow(mounted);
+      }
+      return c.device().map(BlockDevices::size).orElse(0L);
+    } catch (CsiException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw translate(e);
+    }
+  }
+
+  private StagedVolume known(String volumeId, Path path, String field) {
+    StagedVolume c = journal.get(volumeId)
+        .orElseThrow(() -> CsiException.notFound("volume " + volumeId + " is not staged or published on this node"));
+    if (!c.knowsPath(path)) {
+      throw CsiException.notFound(
+          field + " " + path + " is not a path where volume " + volumeId + " is staged or published");
+    }
+    return c;
+  }
+
+  // ---- start-up reconciliation -----------------------------------------------------------------
+
+  /**
+   * Compares the journal with the mount table after a (re)start. Publish targets that are no longer
+   * mounted are dropped from the journal; staged volumes whose mount or backing object has gone are
+   * kept (Unstage must still clean them up) and reported. Returns the findings in plain words.
+   */
+  public List<String> reconcile() {
+    Set<Path> mounted = MountTable.read().stream().map(MountEntry::mountPoint).collect(Collectors.toSet());
+    List<String> findings = new ArrayList<>();
+    for (StagedVolume v : journal.all()) {
+      List<Published> live = v.targets().stream().filter(t -> mounted.contains(t.target())).toList();
+      for (Published t : v.targets()) {
+        if (!live.contains(t)) {
+          findings.add("volume " + v.volumeId() + ": publish target " + t.target() + " is no longer mounted; forgotten");
+        }
+      }
+      if (live.size() != v.targets().size()) {
+        journal.put(v.withTargets(live));
+      }
+      if (v.accessType() == AccessType.MOUNT) {
+        for (Path staging : v.stagingPaths()) {
+          if (!mounted.contains(staging)) {
+            findings.add("volume " + v.volumeId() + ": staging path " + staging + " is not mounted");
+          }
+        }
+      }
+      VolumeHealth h = backend.health(v.ref());
+      if (h.abnormal()) {
+        findings.add("volume " + v.volumeId() + ": " + h.message());
+      }
+    }
+    return findings;
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------
+
+  static Set<MountFlag> flags(List<String> options, boolean readOnly) {
+    EnumSet<MountFlag> flags = EnumSet.noneOf(MountFlag.class);
+    for (String o : options) {
+      MountFlag.fromOption(o).ifPresent(flags::add);
+    }
+    if (readOnly) {
+      flags.add(MountFlag.READ_ONLY);
+    }
+    return flags;
+  }
+
+  static String data(List<String> options) {
+    return options.stream().filter(MountOptions.DATA_OPTIONS::contains).collect(Collectors.joining(","));
+  }
+
+  private static String describe(AccessType type, String fsType) {
+    return type == AccessType.BLOCK ? "block access" : "a " + fsType + " mount";
+  }
+
+  private static boolean createDirectory(Path dir) {
+    try {
+      if (Files.isDirectory(dir)) {
+        return false;
+      }
+      Files.createDirectories(dir);
+      return true;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create directory " + dir, e);
+    }
+  }
+
+  private static boolean createFile(Path file) {
+    try {
+      if (Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
+        if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+          throw CsiException.failedPrecondition(
+              "target_path " + file + " is a directory; block access needs a file there (or nothing)");
+        }
+        return false;
+      }
+      Path parent = file.getParent();
+      if (parent != null) {
+        Files.createDirectories(parent);
+      }
+      Files.createFile(file);
+      return true;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create target file " + file, e);
+    }
+  }
+
+  private static RuntimeException translate(RuntimeException e) {
+    if (e instanceof MountConflictException m) {
+      return CsiException.alreadyExists(
+          m.target() + " already has " + m.existingSource() + " mounted; not mounting over it");
+    }
+    return e;
+  }
+}

@@ -1,0 +1,170 @@
+package dev.caravan.csi.node;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.storage.file.AtomicFiles;
+import java.io.IOException;
+import java.io.StringReader;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+
+/**
+ * What this node has staged and published, kept on the host (under the data directory) so that it
+ * survives a plugin crash: one small properties file per volume, each replaced atomically (write,
+ * fsync, rename, fsync directory). The node engine writes a record <em>before</em> it changes the
+ * host (intent first) and trims it after undoing a change, so a crash at any point leaves a record
+ * that covers everything that may exist. Read once at start and reconciled with the mount table by
+ * {@link NodeEngine#reconcile()}; afterwards the in-memory copy is authoritative (calls for one volume
+ * are serialized by the services).
+ */
+public final class NodeJournal {
+  private static final String SUFFIX = ".staged";
+
+  private final Path dir;
+  private final Map<String, StagedVolume> entries = new ConcurrentHashMap<>();
+
+  private NodeJournal(Path dir) {
+    this.dir = dir;
+  }
+
+  public static NodeJournal open(Path dir) {
+    NodeJournal journal = new NodeJournal(dir);
+    try {
+      Files.createDirectories(dir);
+      try (Stream<Path> files = Files.list(dir)) {
+        for (Path f : (Iterable<Path>) files::iterator) {
+          if (f.getFileName().toString().endsWith(SUFFIX)) {
+            StagedVolume v = decode(Files.readAllBytes(f));
+            journal.entries.put(v.volumeId(), v);
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the node journal in " + dir, e);
+    }
+    return journal;
+  }
+
+  public Path dir() {
+    return dir;
+  }
+
+  public Optional<StagedVolume> get(String volumeId) {
+    return Optional.ofNullable(entries.get(volumeId));
+  }
+
+  public Collection<StagedVolume> all() {
+    return List.copyOf(entries.values());
+  }
+
+  public void put(StagedVolume v) {
+    AtomicFiles.write(file(v.volumeId()), encode(v));
+    entries.put(v.volumeId(), v);
+  }
+
+  public void remove(String volumeId) {
+    try {
+      Files.deleteIfExists(file(volumeId));
+      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+        ch.force(true);
+      }
+    } catch (NoSuchFileException e) {
+      // already gone
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot remove the journal record of " + volumeId, e);
+    }
+    entries.remove(volumeId);
+  }
+
+  /** File name for a volume id: anything outside [A-Za-z0-9_-] is percent-encoded, so no id escapes the directory. */
+  Path file(String volumeId) {
+    StringBuilder name = new StringBuilder();
+    for (byte b : volumeId.getBytes(StandardCharsets.UTF_8)) {
+      char c = (char) (b & 0xff);
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+        name.append(c);
+      } else {
+        name.append('%').append(String.format("%02X", b & 0xff));
+      }
+    }
+    return dir.resolve(name + SUFFIX);
+  }
+
+  static byte[] encode(StagedVolume v) {
+    Properties p = new Properties();
+    p.setProperty("volumeId", v.volumeId());
+    p.setProperty("accessType", v.accessType().name());
+    p.setProperty("fsType", v.fsType());
+    p.setProperty("mountFlags", String.join(",", v.mountFlags()));
+    v.device().ifPresent(d -> p.setProperty("device", d.toString()));
+    v.context().forEach((k, val) -> p.setProperty("context." + k, val));
+    for (int i = 0; i < v.stagingPaths().size(); i++) {
+      p.setProperty("staging." + i, v.stagingPaths().get(i).toString());
+    }
+    for (int i = 0; i < v.targets().size(); i++) {
+      Published t = v.targets().get(i);
+      p.setProperty("target." + i + ".path", t.target().toString());
+      p.setProperty("target." + i + ".staging", t.stagingPath().toString());
+      p.setProperty("target." + i + ".readOnly", Boolean.toString(t.readOnly()));
+    }
+    StringWriter w = new StringWriter();
+    try {
+      p.store(w, "caravan node journal");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return w.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
+  static StagedVolume decode(byte[] bytes) {
+    Properties p = new Properties();
+    try {
+      p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    Map<String, String> context = new HashMap<>();
+    for (String key : p.stringPropertyNames()) {
+      if (key.startsWith("context.")) {
+        context.put(key.substring("context.".length()), p.getProperty(key));
+      }
+    }
+    List<Path> staging = new ArrayList<>();
+    for (int i = 0; p.getProperty("staging." + i) != null; i++) {
+      staging.add(Path.of(p.getProperty("staging." + i)));
+    }
+    List<Published> targets = new ArrayList<>();
+    for (int i = 0; p.getProperty("target." + i + ".path") != null; i++) {
+      targets.add(new Published(
+          Path.of(p.getProperty("target." + i + ".path")),
+          Path.of(p.getProperty("target." + i + ".staging")),
+          Boolean.parseBoolean(p.getProperty("target." + i + ".readOnly"))));
+    }
+    String flags = p.getProperty("mountFlags", "");
+    String device = p.getProperty("device");
+    return new StagedVolume(
+        p.getProperty("volumeId"),
+        context,
+        AccessType.valueOf(p.getProperty("accessType")),
+        p.getProperty("fsType", ""),
+        flags.isEmpty() ? List.of() : List.of(flags.split(",")),
+        device == null ? Optional.empty() : Optional.of(Path.of(device)),
+        staging,
+        targets);
+  }
+}

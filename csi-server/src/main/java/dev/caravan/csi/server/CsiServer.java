@@ -1,0 +1,166 @@
+package dev.caravan.csi.server;
+
+import io.grpc.BindableService;
+import io.grpc.Server;
+import io.grpc.ServerInterceptors;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The gRPC server on a unix domain socket (Netty epoll). Startup replaces a stale socket file but
+ * refuses to steal a live one; {@link #shutdown(Duration)} drains in-flight calls for a bounded time
+ * and removes the socket.
+ */
+public final class CsiServer implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(CsiServer.class.getName());
+
+  private final Server server;
+  private final Path socket;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
+  private final ExecutorService executor;
+
+  private CsiServer(
+      Server server, Path socket, EventLoopGroup boss, EventLoopGroup workers, ExecutorService executor) {
+    this.server = server;
+    this.socket = socket;
+    this.boss = boss;
+    this.workers = workers;
+    this.executor = executor;
+  }
+
+  /** Binds {@code socket} and starts serving the given services behind the standard interceptors. */
+  public static CsiServer start(Path socket, List<BindableService> services) throws IOException {
+    if (!Epoll.isAvailable()) {
+      throw new IOException("Netty epoll transport unavailable: " + Epoll.unavailabilityCause());
+    }
+    prepareSocketPath(socket);
+    EventLoopGroup boss = new EpollEventLoopGroup(1);
+    EventLoopGroup workers = new EpollEventLoopGroup(2);
+    ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    NettyServerBuilder builder =
+        NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+            .channelType(EpollServerDomainSocketChannel.class)
+            .bossEventLoopGroup(boss)
+            .workerEventLoopGroup(workers)
+            .executor(executor);
+    for (BindableService service : services) {
+      // Interceptors run last-added-first: the error guard sits innermost, the log line outermost.
+      builder.addService(
+          ServerInterceptors.intercept(service, new ErrorInterceptor(), new CallLogInterceptor()));
+    }
+    Server server = builder.build();
+    try {
+      server.start();
+    } catch (IOException | RuntimeException e) {
+      stopLoops(boss, workers);
+      executor.shutdownNow();
+      throw e;
+    }
+    LOG.log(System.Logger.Level.INFO, "listening on unix://{0}", socket);
+    return new CsiServer(server, socket, boss, workers, executor);
+  }
+
+  /**
+   * Makes {@code socket} bindable: creates its directory; an existing socket file nobody answers on
+   * is removed (left over from a crash); a socket someone answers on is an error; anything else at
+   * that path is never touched.
+   */
+  static void prepareSocketPath(Path socket) throws IOException {
+    Path parent = socket.getParent();
+    if (parent != null) {
+      Files.createDirectories(parent);
+    }
+    if (!Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    PosixFileAttributes attrs =
+        Files.readAttributes(socket, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    if (!attrs.isOther()) {
+      throw new IOException(
+          socket + " exists and is not a socket; refusing to replace it (remove it yourself if it is stale)");
+    }
+    if (isLive(socket)) {
+      throw new IOException(
+          "another process is already serving on " + socket + "; stop it first (refusing to replace a live socket)");
+    }
+    LOG.log(System.Logger.Level.INFO, "removing stale socket {0}", socket);
+    Files.delete(socket);
+  }
+
+  /** Whether something accepts connections on the unix socket at {@code socket}. */
+  public static boolean isLive(Path socket) {
+    try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+      ch.connect(UnixDomainSocketAddress.of(socket));
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  public Path socket() {
+    return socket;
+  }
+
+  /** Blocks until the server has terminated. */
+  public void awaitTermination() throws InterruptedException {
+    server.awaitTermination();
+  }
+
+  /**
+   * Stops accepting calls, lets in-flight calls finish for up to {@code grace}, cancels the rest,
+   * and removes the socket file.
+   */
+  public void shutdown(Duration grace) {
+    server.shutdown();
+    try {
+      if (!server.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+        LOG.log(System.Logger.Level.WARNING, "calls still running after {0}; cancelling them", grace);
+        server.shutdownNow();
+        server.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      server.shutdownNow();
+      Thread.currentThread().interrupt();
+    } finally {
+      stopLoops(boss, workers);
+      executor.shutdownNow();
+      try {
+        Files.deleteIfExists(socket);
+      } catch (IOException e) {
+        LOG.log(System.Logger.Level.WARNING, "could not remove socket " + socket, e);
+      }
+    }
+  }
+
+  private static void stopLoops(EventLoopGroup... groups) {
+    for (EventLoopGroup g : groups) {
+      boolean stopped = g.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS).awaitUninterruptibly(2, TimeUnit.SECONDS);
+      if (!stopped) {
+        LOG.log(System.Logger.Level.WARNING, "event loop did not stop within 2s");
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    shutdown(Duration.ofSeconds(5));
+  }
+}

@@ -1,0 +1,310 @@
+package dev.caravan.csi.service;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CapacityReport;
+import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.Topology;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
+import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
+import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
+import dev.caravan.csi.v1.ControllerGetCapabilitiesRequest;
+import dev.caravan.csi.v1.ControllerGetCapabilitiesResponse;
+import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.ControllerGetVolumeResponse;
+import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.v1.ControllerServiceCapability;
+import dev.caravan.csi.v1.CreateSnapshotRequest;
+import dev.caravan.csi.v1.CreateSnapshotResponse;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.CreateVolumeResponse;
+import dev.caravan.csi.v1.DeleteSnapshotRequest;
+import dev.caravan.csi.v1.DeleteSnapshotResponse;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeResponse;
+import dev.caravan.csi.v1.GetCapacityRequest;
+import dev.caravan.csi.v1.GetCapacityResponse;
+import dev.caravan.csi.v1.ListSnapshotsRequest;
+import dev.caravan.csi.v1.ListSnapshotsResponse;
+import dev.caravan.csi.v1.ListVolumesRequest;
+import dev.caravan.csi.v1.ListVolumesResponse;
+import dev.caravan.csi.v1.ValidateVolumeCapabilitiesRequest;
+import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
+import dev.caravan.csi.v1.VolumeContentSource;
+import com.google.protobuf.Int64Value;
+import io.grpc.stub.StreamObserver;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * Controller service: validates and translates requests, serializes them per volume (contended →
+ * ABORTED), and delegates to the backend. No ControllerPublish/Unpublish: Caravan's backends attach
+ * on the node (NodeStage), so those RPCs stay UNIMPLEMENTED and the capability is not advertised.
+ */
+public final class ControllerService extends ControllerGrpc.ControllerImplBase {
+  private static final List<ControllerServiceCapability.RPC.Type> CAPABILITIES =
+      List.of(
+          ControllerServiceCapability.RPC.Type.CREATE_DELETE_VOLUME,
+          ControllerServiceCapability.RPC.Type.LIST_VOLUMES,
+          ControllerServiceCapability.RPC.Type.GET_CAPACITY,
+          ControllerServiceCapability.RPC.Type.CREATE_DELETE_SNAPSHOT,
+          ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS,
+          ControllerServiceCapability.RPC.Type.CLONE_VOLUME,
+          ControllerServiceCapability.RPC.Type.EXPAND_VOLUME,
+          ControllerServiceCapability.RPC.Type.VOLUME_CONDITION,
+          ControllerServiceCapability.RPC.Type.GET_VOLUME,
+          ControllerServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+
+  private final ControllerBackend backend;
+  private final VolumeLocks locks;
+  private final Topology nodeTopology;
+
+  public ControllerService(ControllerBackend backend, VolumeLocks locks, String nodeId) {
+    this.backend = backend;
+    this.locks = locks;
+    this.nodeTopology = Topology.ofNode(nodeId);
+  }
+
+  @Override
+  public void createVolume(CreateVolumeRequest req, StreamObserver<CreateVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      Validate.name("name", req.getName());
+      List<Capability> caps = Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
+      CapacityRange capacity =
+          req.hasCapacityRange() ? Validate.capacity("capacity_range", req.getCapacityRange()) : CapacityRange.UNSPECIFIED;
+      Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
+      if (!req.getMutableParamsMap().isEmpty()) {
+        throw CsiException.invalid("mutable_parameters are not supported (no MODIFY_VOLUME capability)");
+      }
+      Set<String> fsTypes =
+          caps.stream().flatMap(c -> c.fsType().stream()).collect(Collectors.toSet());
+      if (fsTypes.size() > 1) {
+        throw CsiException.invalid(
+            "volume_capabilities ask for different filesystems " + fsTypes + "; a volume has one");
+      }
+      EnumSet<AccessType> types = EnumSet.noneOf(AccessType.class);
+      caps.forEach(c -> types.add(c.accessType()));
+      Optional<ContentSource> source = contentSource(req);
+      VolumeRequest request =
+          new VolumeRequest(
+              req.getName(),
+              capacity,
+              types,
+              fsTypes.stream().findFirst(),
+              req.getParametersMap(),
+              source,
+              Convert.topologies(req.getAccessibilityRequirements().getRequisiteList()),
+              Convert.topologies(req.getAccessibilityRequirements().getPreferredList()));
+      String sourceKey =
+          source.map(s -> s.kind() == ContentSource.Kind.VOLUME ? VolumeLocks.volume(s.id()) : VolumeLocks.snapshot(s.id()))
+              .orElse(VolumeLocks.volumeName(req.getName()));
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volumeName(req.getName()), sourceKey)) {
+        VolumeInfo created = backend.createVolume(request);
+        return CreateVolumeResponse.newBuilder().setVolume(Convert.volume(created)).build();
+      }
+    });
+  }
+
+  private Optional<ContentSource> contentSource(CreateVolumeRequest req) {
+    if (!req.hasVolumeContentSource()) {
+      return Optional.empty();
+    }
+    VolumeContentSource src = req.getVolumeContentSource();
+    return switch (src.getTypeCase()) {
+      case SNAPSHOT -> {
+        String id = src.getSnapshot().getSnapshotId();
+        backend.checkSnapshotId("volume_content_source.snapshot.snapshot_id", id);
+        yield Optional.of(ContentSource.snapshot(id));
+      }
+      case VOLUME -> {
+        String id = src.getVolume().getVolumeId();
+        backend.checkVolumeId("volume_content_source.volume.volume_id", id);
+        yield Optional.of(ContentSource.volume(id));
+      }
+      case TYPE_NOT_SET -> throw CsiException.invalid("volume_content_source must set snapshot or volume");
+    };
+  }
+
+  @Override
+  public void deleteVolume(DeleteVolumeRequest req, StreamObserver<DeleteVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkVolumeId("volume_id", req.getVolumeId());
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+        backend.deleteVolume(req.getVolumeId());
+      }
+      return DeleteVolumeResponse.getDefaultInstance();
+    });
+  }
+
+  @Override
+  public void validateVolumeCapabilities(
+      ValidateVolumeCapabilitiesRequest req, StreamObserver<ValidateVolumeCapabilitiesResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkVolumeId("volume_id", req.getVolumeId());
+      if (req.getVolumeCapabilitiesCount() == 0) {
+        throw CsiException.invalid("volume_capabilities is required (at least one volume capability)");
+      }
+      if (backend.findVolume(req.getVolumeId()).isEmpty()) {
+        throw CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist");
+      }
+      try {
+        Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
+        Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
+      } catch (CsiException unsupported) {
+        return ValidateVolumeCapabilitiesResponse.newBuilder().setMessage(unsupported.getMessage()).build();
+      }
+      return ValidateVolumeCapabilitiesResponse.newBuilder()
+          .setConfirmed(ValidateVolumeCapabilitiesResponse.Confirmed.newBuilder()
+              .putAllVolumeContext(req.getVolumeContextMap())
+              .addAllVolumeCapabilities(req.getVolumeCapabilitiesList())
+              .putAllParameters(req.getParametersMap()))
+          .build();
+    });
+  }
+
+  @Override
+  public void listVolumes(ListVolumesRequest req, StreamObserver<ListVolumesResponse> out) {
+    Rpc.unary(out, () -> {
+      Pages.Page<VolumeInfo> page =
+          Pages.page(backend.listVolumes(), VolumeInfo::id, req.getMaxEntries(), req.getStartingToken());
+      ListVolumesResponse.Builder b = ListVolumesResponse.newBuilder().setNextToken(page.nextToken());
+      for (VolumeInfo v : page.entries()) {
+        b.addEntries(ListVolumesResponse.Entry.newBuilder().setVolume(Convert.volume(v)));
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void getCapacity(GetCapacityRequest req, StreamObserver<GetCapacityResponse> out) {
+    Rpc.unary(out, () -> {
+      Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
+      CapacityReport report = backend.capacity(req.getParametersMap());
+      GetCapacityResponse.Builder b = GetCapacityResponse.newBuilder()
+          .setMaximumVolumeSize(Int64Value.of(report.maximumVolumeBytes()))
+          .setMinimumVolumeSize(Int64Value.of(report.minimumVolumeBytes()));
+      boolean usable = true;
+      if (req.hasAccessibleTopology()
+          && !nodeTopology.satisfies(new Topology(req.getAccessibleTopology().getSegmentsMap()))) {
+        usable = false;
+      }
+      if (req.getVolumeCapabilitiesCount() > 0) {
+        try {
+          Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
+        } catch (CsiException unsupported) {
+          usable = false;
+        }
+      }
+      return b.setAvailableCapacity(usable ? report.availableBytes() : 0).build();
+    });
+  }
+
+  @Override
+  public void controllerGetCapabilities(
+      ControllerGetCapabilitiesRequest req, StreamObserver<ControllerGetCapabilitiesResponse> out) {
+    Rpc.unary(out, () -> {
+      ControllerGetCapabilitiesResponse.Builder b = ControllerGetCapabilitiesResponse.newBuilder();
+      for (ControllerServiceCapability.RPC.Type t : CAPABILITIES) {
+        b.addCapabilities(ControllerServiceCapability.newBuilder()
+            .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(t)));
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void createSnapshot(CreateSnapshotRequest req, StreamObserver<CreateSnapshotResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkVolumeId("source_volume_id", req.getSourceVolumeId());
+      Validate.name("name", req.getName());
+      Validate.parameters("parameters", req.getParametersMap(), backend.knownSnapshotParameters());
+      try (VolumeLocks.Held held =
+          locks.acquire(VolumeLocks.snapshotName(req.getName()), VolumeLocks.volume(req.getSourceVolumeId()))) {
+        SnapshotInfo s = backend.createSnapshot(req.getSourceVolumeId(), req.getName(), req.getParametersMap());
+        return CreateSnapshotResponse.newBuilder().setSnapshot(Convert.snapshot(s)).build();
+      }
+    });
+  }
+
+  @Override
+  public void deleteSnapshot(DeleteSnapshotRequest req, StreamObserver<DeleteSnapshotResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkSnapshotId("snapshot_id", req.getSnapshotId());
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.snapshot(req.getSnapshotId()))) {
+        backend.deleteSnapshot(req.getSnapshotId());
+      }
+      return DeleteSnapshotResponse.getDefaultInstance();
+    });
+  }
+
+  @Override
+  public void listSnapshots(ListSnapshotsRequest req, StreamObserver<ListSnapshotsResponse> out) {
+    Rpc.unary(out, () -> {
+      List<SnapshotInfo> all = backend.listSnapshots();
+      String byId = req.getSnapshotId();
+      String bySource = req.getSourceVolumeId();
+      List<SnapshotInfo> filtered = all.stream()
+          .filter(s -> byId.isEmpty() || s.id().equals(byId))
+          .filter(s -> bySource.isEmpty() || s.sourceVolumeId().equals(bySource))
+          .toList();
+      Pages.Page<SnapshotInfo> page =
+          Pages.page(filtered, SnapshotInfo::id, req.getMaxEntries(), req.getStartingToken());
+      ListSnapshotsResponse.Builder b = ListSnapshotsResponse.newBuilder().setNextToken(page.nextToken());
+      for (SnapshotInfo s : page.entries()) {
+        b.addEntries(ListSnapshotsResponse.Entry.newBuilder().setSnapshot(Convert.snapshot(s)));
+      }
+      return b.build();
+    });
+  }
+
+  @Override
+  public void controllerExpandVolume(
+      ControllerExpandVolumeRequest req, StreamObserver<ControllerExpandVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkVolumeId("volume_id", req.getVolumeId());
+      if (!req.hasCapacityRange()) {
+        throw CsiException.invalid("capacity_range is required");
+      }
+      CapacityRange range = Validate.capacity("capacity_range", req.getCapacityRange());
+      if (!range.hasRequired() && !range.hasLimit()) {
+        throw CsiException.invalid("capacity_range must set required_bytes or limit_bytes");
+      }
+      AccessType type = req.hasVolumeCapability()
+          ? Validate.capability("volume_capability", req.getVolumeCapability()).accessType()
+          : null;
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+        ExpandResult r = backend.expandVolume(req.getVolumeId(), range, type);
+        return ControllerExpandVolumeResponse.newBuilder()
+            .setCapacityBytes(r.capacityBytes())
+            .setNodeExpansionRequired(r.nodeExpansionRequired())
+            .build();
+      }
+    });
+  }
+
+  @Override
+  public void controllerGetVolume(
+      ControllerGetVolumeRequest req, StreamObserver<ControllerGetVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      backend.checkVolumeId("volume_id", req.getVolumeId());
+      VolumeStatus status = backend.volumeStatus(req.getVolumeId())
+          .orElseThrow(() -> CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist"));
+      return ControllerGetVolumeResponse.newBuilder()
+          .setVolume(Convert.volume(status.volume()))
+          .setStatus(ControllerGetVolumeResponse.VolumeStatus.newBuilder()
+              .addAllPublishedNodeIds(status.attachedNodes())
+              .setVolumeCondition(Convert.condition(status.health())))
+          .build();
+    });
+  }
+}

@@ -1,0 +1,370 @@
+package dev.caravan.csi;
+
+import static dev.caravan.csi.Caps.MIB;
+import static dev.caravan.csi.PluginFixture.code;
+import static dev.caravan.csi.PluginFixture.error;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
+import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerServiceCapability;
+import dev.caravan.csi.v1.CreateSnapshotRequest;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteSnapshotRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.GetCapacityRequest;
+import dev.caravan.csi.v1.GetPluginCapabilitiesRequest;
+import dev.caravan.csi.v1.GetPluginInfoRequest;
+import dev.caravan.csi.v1.ListSnapshotsRequest;
+import dev.caravan.csi.v1.ListSnapshotsResponse;
+import dev.caravan.csi.v1.ListVolumesRequest;
+import dev.caravan.csi.v1.ListVolumesResponse;
+import dev.caravan.csi.v1.PluginCapability;
+import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.csi.v1.Snapshot;
+import dev.caravan.csi.v1.Topology;
+import dev.caravan.csi.v1.TopologyRequirement;
+import dev.caravan.csi.v1.ValidateVolumeCapabilitiesRequest;
+import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.csi.v1.VolumeContentSource;
+import dev.caravan.csi.v1.ControllerGetCapabilitiesRequest;
+import io.grpc.Status.Code;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The Controller and Identity services over a real unix socket, on the file backend. */
+class ControllerConformanceTest {
+  private PluginFixture f;
+
+  @BeforeEach
+  void start() throws IOException {
+    f = PluginFixture.start();
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    f.close();
+  }
+
+  private CreateVolumeRequest.Builder create(String name, long bytes) {
+    return CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(Caps.mount("ext4"))
+        .setCapacityRange(Caps.bytes(bytes));
+  }
+
+  private Volume createVolume(String name, long bytes) {
+    return f.controller.createVolume(create(name, bytes).build()).getVolume();
+  }
+
+  private List<Path> dataFiles() throws IOException {
+    try (Stream<Path> s = Files.walk(f.data)) {
+      return s.filter(Files::isRegularFile).filter(p -> !p.startsWith(f.data.resolve("node"))).toList();
+    }
+  }
+
+  @Test
+  void identityDescribesThePlugin() {
+    var info = f.identity.getPluginInfo(GetPluginInfoRequest.getDefaultInstance());
+    assertThat(info.getName()).isEqualTo("caravan.csi.file");
+    assertThat(info.getVendorVersion()).isNotEmpty().isNotEqualTo("unknown");
+    var caps = f.identity.getPluginCapabilities(GetPluginCapabilitiesRequest.getDefaultInstance()).getCapabilitiesList();
+    assertThat(caps).extracting(c -> c.getService().getType()).contains(
+        PluginCapability.Service.Type.CONTROLLER_SERVICE, PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS);
+    assertThat(caps).extracting(c -> c.getVolumeExpansion().getType()).contains(PluginCapability.VolumeExpansion.Type.ONLINE);
+    assertThat(f.identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isTrue();
+    var ctrl = f.controller.controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+        .getCapabilitiesList().stream().map(c -> c.getRpc().getType()).toList();
+    assertThat(ctrl).contains(ControllerServiceCapability.RPC.Type.CREATE_DELETE_VOLUME,
+        ControllerServiceCapability.RPC.Type.LIST_VOLUMES, ControllerServiceCapability.RPC.Type.CREATE_DELETE_SNAPSHOT,
+        ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS, ControllerServiceCapability.RPC.Type.CLONE_VOLUME,
+        ControllerServiceCapability.RPC.Type.EXPAND_VOLUME, ControllerServiceCapability.RPC.Type.GET_CAPACITY,
+        ControllerServiceCapability.RPC.Type.GET_VOLUME, ControllerServiceCapability.RPC.Type.VOLUME_CONDITION)
+        .doesNotContain(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
+    assertThat(code(() -> f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+        .setVolumeId("x").setNodeId(PluginFixture.NODE).build()))).isEqualTo(Code.UNIMPLEMENTED);
+  }
+
+  @Test
+  void createVolumeIsIdempotentByName() {
+    Volume a = createVolume("db", 100 * MIB);
+    Volume b = createVolume("db", 100 * MIB);
+    assertThat(b).isEqualTo(a);
+    assertThat(a.getCapacityBytes()).isEqualTo(100 * MIB);
+    assertThat(a.getAccessibleTopologyList()).containsExactly(
+        Topology.newBuilder().putSegments("caravan.csi/node", PluginFixture.NODE).build());
+    // a compatible range (the existing size fits) returns the same volume
+    Volume c = f.controller.createVolume(create("db", 50 * MIB).setCapacityRange(Caps.range(50 * MIB, 200 * MIB)).build()).getVolume();
+    assertThat(c.getVolumeId()).isEqualTo(a.getVolumeId());
+    assertThat(code(() -> createVolume("db", 200 * MIB))).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(code(() -> f.controller.createVolume(create("db", 100 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("xfs")).setCapacityRange(Caps.bytes(400 * MIB)).build())))
+        .isEqualTo(Code.ALREADY_EXISTS);
+  }
+
+  @Test
+  void capacityRulesAndSizes() {
+    assertThat(createVolume("odd", 10 * MIB + 1).getCapacityBytes()).isEqualTo(16 * MIB); // ext4 minimum
+    assertThat(createVolume("round", 100 * MIB + 1).getCapacityBytes()).isEqualTo(101 * MIB);
+    Volume exact = f.controller.createVolume(create("exact", 0).setCapacityRange(Caps.range(20 * MIB + 4096, 20 * MIB + 4096)).build()).getVolume();
+    assertThat(exact.getCapacityBytes()).isEqualTo(20 * MIB + 4096);
+    Volume dflt = f.controller.createVolume(create("default", 0).clearCapacityRange().build()).getVolume();
+    assertThat(dflt.getCapacityBytes()).isEqualTo(1L << 30);
+    assertThat(code(() -> createVolume("absurd", Long.MAX_VALUE))).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(code(() -> createVolume("exabyte", 1L << 60))).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(code(() -> f.controller.createVolume(create("small-xfs", 0).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("xfs")).setCapacityRange(Caps.range(0, 100 * MIB)).build())))
+        .isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(code(() -> f.controller.createVolume(create("neg", 0).setCapacityRange(Caps.range(-1, 0)).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("neg2", 0).setCapacityRange(Caps.range(0, -5)).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("inverted", 0).setCapacityRange(Caps.range(50 * MIB, 20 * MIB)).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+  }
+
+  @Test
+  void badInputIsRejectedAndCreatesNothing() throws IOException {
+    var e = error(() -> f.controller.createVolume(create("", 20 * MIB).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(e.getStatus().getDescription()).contains("name");
+    assertThat(code(() -> f.controller.createVolume(create("bad\u0001name", 20 * MIB).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("x".repeat(129), 20 * MIB).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("nocaps", 20 * MIB).clearVolumeCapabilities().build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    var multi = error(() -> f.controller.createVolume(create("multi", 20 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("ext4", Mode.MULTI_NODE_MULTI_WRITER)).build()));
+    assertThat(multi.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(multi.getStatus().getDescription()).contains("MULTI_NODE_MULTI_WRITER").contains("one node at a time");
+    var unknown = error(() -> f.controller.createVolume(create("params", 20 * MIB).putParameters("pool", "tank").build()));
+    assertThat(unknown.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(unknown.getStatus().getDescription()).contains("pool").contains("fsType");
+    assertThat(code(() -> f.controller.createVolume(create("btrfs", 20 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("btrfs")).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    var flag = error(() -> f.controller.createVolume(create("flags", 20 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("ext4", Mode.SINGLE_NODE_WRITER, "errors=panic")).build()));
+    assertThat(flag.getStatus().getDescription()).contains("errors=panic").contains("noatime");
+    assertThat(code(() -> f.controller.createVolume(create("noaccess", 20 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.getDefaultInstance())).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("notype", 20 * MIB).clearVolumeCapabilities()
+        .addVolumeCapabilities(VolumeCapability.newBuilder().setAccessMode(
+            VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER))).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("clone-bad", 20 * MIB).setVolumeContentSource(
+        VolumeContentSource.newBuilder().setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId("../../etc")))
+        .build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("elsewhere", 20 * MIB).setAccessibilityRequirements(
+        TopologyRequirement.newBuilder().addRequisite(Topology.newBuilder().putSegments("caravan.csi/node", "other"))).build())))
+        .isEqualTo(Code.RESOURCE_EXHAUSTED);
+    for (String bad : List.of("../etc/passwd", "a/b", "vol\0x", "x".repeat(200), "Vol.1", ".")) {
+      assertThat(code(() -> f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(bad).build())))
+          .as(bad).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(code(() -> f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(bad).build())))
+          .as(bad).isEqualTo(Code.INVALID_ARGUMENT);
+    }
+    assertThat(code(() -> f.controller.deleteVolume(DeleteVolumeRequest.getDefaultInstance()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(f.controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesCount()).isZero();
+    assertThat(dataFiles()).isEmpty();
+  }
+
+  @Test
+  void deleteVolumeIsIdempotent() throws IOException {
+    Volume v = createVolume("gone", 20 * MIB);
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId("vol-never-existed").build());
+    assertThat(dataFiles()).isEmpty();
+    assertThat(code(() -> f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).build()))).isEqualTo(Code.NOT_FOUND);
+  }
+
+  @Test
+  void listVolumesPaginatesWithStableTokens() {
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      ids.add(createVolume("page-" + i, 20 * MIB).getVolumeId());
+    }
+    List<String> seen = new ArrayList<>();
+    String token = "";
+    int pages = 0;
+    do {
+      ListVolumesResponse r = f.controller.listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(2).setStartingToken(token).build());
+      assertThat(r.getEntriesCount()).isLessThanOrEqualTo(2);
+      r.getEntriesList().forEach(e -> seen.add(e.getVolume().getVolumeId()));
+      token = r.getNextToken();
+      pages++;
+      if (pages == 1) {
+        // deleting an entry already returned does not disturb the listing
+        f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(seen.getFirst()).build());
+      }
+    } while (!token.isEmpty());
+    assertThat(pages).isEqualTo(3);
+    assertThat(seen).containsExactlyInAnyOrderElementsOf(ids).isSorted();
+    assertThat(f.controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesCount()).isEqualTo(4);
+    assertThat(code(() -> f.controller.listVolumes(ListVolumesRequest.newBuilder().setStartingToken("garbage!").build())))
+        .isEqualTo(Code.ABORTED);
+    assertThat(code(() -> f.controller.listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(-1).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+  }
+
+  @Test
+  void snapshotsAreIdempotentAndGuardTheirSource() {
+    Volume v = createVolume("snapsrc", 20 * MIB);
+    Volume other = createVolume("other", 20 * MIB);
+    Snapshot s = f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("s1").build()).getSnapshot();
+    Snapshot again = f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("s1").build()).getSnapshot();
+    assertThat(again).isEqualTo(s);
+    assertThat(s.getReadyToUse()).isTrue();
+    assertThat(s.getSizeBytes()).isEqualTo(v.getCapacityBytes());
+    assertThat(s.getSourceVolumeId()).isEqualTo(v.getVolumeId());
+    assertThat(code(() -> f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(other.getVolumeId()).setName("s1").build())))
+        .isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(code(() -> f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId("vol-nope").setName("s2").build())))
+        .isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("").build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("s3")
+        .putParameters("freeze", "yes").build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    var busy = error(() -> f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build()));
+    assertThat(busy.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(busy.getStatus().getDescription()).contains(s.getSnapshotId());
+
+    // clones: from the snapshot and from the volume
+    Volume fromSnap = f.controller.createVolume(create("from-snap", 0).clearCapacityRange().setVolumeContentSource(
+        VolumeContentSource.newBuilder().setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build()).getVolume();
+    assertThat(fromSnap.getCapacityBytes()).isEqualTo(v.getCapacityBytes());
+    assertThat(fromSnap.getContentSource().getSnapshot().getSnapshotId()).isEqualTo(s.getSnapshotId());
+    Volume fromVol = f.controller.createVolume(create("from-vol", 40 * MIB).setVolumeContentSource(
+        VolumeContentSource.newBuilder().setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(v.getVolumeId()))).build()).getVolume();
+    assertThat(fromVol.getCapacityBytes()).isEqualTo(40 * MIB);
+    assertThat(code(() -> f.controller.createVolume(create("from-missing", 20 * MIB).setVolumeContentSource(
+        VolumeContentSource.newBuilder().setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId("snap-missing"))).build())))
+        .isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.controller.createVolume(create("too-small", 0).setCapacityRange(Caps.range(0, 10 * MIB)).setVolumeContentSource(
+        VolumeContentSource.newBuilder().setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build())))
+        .isEqualTo(Code.OUT_OF_RANGE);
+
+    // listing, filters, pagination
+    f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(other.getVolumeId()).setName("s-other").build());
+    assertThat(f.controller.listSnapshots(ListSnapshotsRequest.getDefaultInstance()).getEntriesCount()).isEqualTo(2);
+    ListSnapshotsResponse bySource = f.controller.listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).build());
+    assertThat(bySource.getEntriesList()).extracting(e -> e.getSnapshot().getSnapshotId()).containsExactly(s.getSnapshotId());
+    assertThat(f.controller.listSnapshots(ListSnapshotsRequest.newBuilder().setSnapshotId("snap-nope").build()).getEntriesCount()).isZero();
+    ListSnapshotsResponse page1 = f.controller.listSnapshots(ListSnapshotsRequest.newBuilder().setMaxEntries(1).build());
+    ListSnapshotsResponse page2 = f.controller.listSnapshots(ListSnapshotsRequest.newBuilder().setMaxEntries(1).setStartingToken(page1.getNextToken()).build());
+    assertThat(page2.getNextToken()).isEmpty();
+    assertThat(page2.getEntries(0).getSnapshot().getSnapshotId()).isNotEqualTo(page1.getEntries(0).getSnapshot().getSnapshotId());
+    assertThat(code(() -> f.controller.listSnapshots(ListSnapshotsRequest.newBuilder().setStartingToken("nope").build()))).isEqualTo(Code.ABORTED);
+
+    f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
+    f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
+    // the clone is independent of the deleted snapshot
+    assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(fromSnap.getVolumeId()).build())
+        .getStatus().getVolumeCondition().getAbnormal()).isFalse();
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+  }
+
+  @Test
+  void expandGrowsOnly() throws IOException {
+    Volume v = createVolume("grow", 20 * MIB);
+    var r = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(Caps.bytes(64 * MIB)).setVolumeCapability(Caps.mount("ext4")).build());
+    assertThat(r.getCapacityBytes()).isEqualTo(64 * MIB);
+    assertThat(r.getNodeExpansionRequired()).isTrue();
+    assertThat(Files.size(f.data.resolve("volumes/" + v.getVolumeId() + ".img"))).isEqualTo(64 * MIB);
+    // again, and with a smaller request: idempotent, never shrinks
+    assertThat(f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(Caps.bytes(64 * MIB)).build()).getCapacityBytes()).isEqualTo(64 * MIB);
+    assertThat(f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(Caps.bytes(30 * MIB)).build()).getCapacityBytes()).isEqualTo(64 * MIB);
+    assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(Caps.range(30 * MIB, 40 * MIB)).build()))).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId("vol-nope")
+        .setCapacityRange(Caps.bytes(64 * MIB)).build()))).isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    var block = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(Caps.bytes(65 * MIB)).setVolumeCapability(Caps.block()).build());
+    assertThat(block.getNodeExpansionRequired()).isFalse();
+    assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())
+        .getVolume().getCapacityBytes()).isEqualTo(65 * MIB);
+  }
+
+  @Test
+  void capacityGetVolumeAndValidation() throws IOException {
+    var cap = f.controller.getCapacity(GetCapacityRequest.newBuilder().addVolumeCapabilities(Caps.mount("ext4")).build());
+    assertThat(cap.getAvailableCapacity()).isPositive();
+    assertThat(cap.getMaximumVolumeSize().getValue()).isPositive();
+    assertThat(f.controller.getCapacity(GetCapacityRequest.newBuilder()
+        .addVolumeCapabilities(Caps.mount("ext4", Mode.MULTI_NODE_READER_ONLY)).build()).getAvailableCapacity()).isZero();
+    assertThat(f.controller.getCapacity(GetCapacityRequest.newBuilder()
+        .setAccessibleTopology(Topology.newBuilder().putSegments("caravan.csi/node", "elsewhere")).build()).getAvailableCapacity()).isZero();
+    assertThat(code(() -> f.controller.getCapacity(GetCapacityRequest.newBuilder().putParameters("nope", "1").build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+
+    Volume v = createVolume("health", 20 * MIB);
+    var got = f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(got.getVolume()).isEqualTo(v);
+    assertThat(got.getStatus().getVolumeCondition().getAbnormal()).isFalse();
+    assertThat(got.getStatus().getPublishedNodeIdsList()).isEmpty();
+
+    ValidateVolumeCapabilitiesResponse ok = f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).addVolumeCapabilities(Caps.mount("")).addVolumeCapabilities(Caps.block()).build());
+    assertThat(ok.getConfirmed().getVolumeCapabilitiesList()).containsExactly(Caps.mount(""), Caps.block());
+    ValidateVolumeCapabilitiesResponse no = f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).addVolumeCapabilities(Caps.mount("", Mode.MULTI_NODE_SINGLE_WRITER)).build());
+    assertThat(no.hasConfirmed()).isFalse();
+    assertThat(no.getMessage()).contains("MULTI_NODE_SINGLE_WRITER");
+    assertThat(code(() -> f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+        .setVolumeId("vol-nope").addVolumeCapabilities(Caps.block()).build()))).isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+
+    // the backing file disappears behind the plugin's back: the volume turns abnormal
+    Files.delete(f.data.resolve("volumes/" + v.getVolumeId() + ".img"));
+    var broken = f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(broken.getStatus().getVolumeCondition().getAbnormal()).isTrue();
+    assertThat(broken.getStatus().getVolumeCondition().getMessage()).contains("missing");
+  }
+
+  @Test
+  void concurrentCreatesOfOneNameYieldOneVolume() throws InterruptedException {
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    CountDownLatch go = new CountDownLatch(1);
+    ConcurrentLinkedQueue<Object> results = new ConcurrentLinkedQueue<>();
+    for (int i = 0; i < 16; i++) {
+      pool.execute(() -> {
+        try {
+          go.await();
+          results.add(createVolume("racy", 64 * MIB).getVolumeId());
+        } catch (io.grpc.StatusRuntimeException e) {
+          results.add(e.getStatus().getCode());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+    }
+    go.countDown();
+    pool.shutdown();
+    assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
+    assertThat(results).hasSize(16).allSatisfy(r -> assertThat(r).isInstanceOfAny(String.class, Code.class));
+    assertThat(results.stream().filter(Code.class::isInstance)).allMatch(c -> c == Code.ABORTED);
+    assertThat(results.stream().filter(String.class::isInstance).distinct()).hasSize(1);
+    assertThat(f.controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesCount()).isEqualTo(1);
+  }
+}

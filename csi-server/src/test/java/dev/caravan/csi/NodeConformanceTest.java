@@ -1,0 +1,360 @@
+package dev.caravan.csi;
+
+import static dev.caravan.csi.Caps.MIB;
+import static dev.caravan.csi.PluginFixture.code;
+import static dev.caravan.csi.PluginFixture.error;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
+import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.CreateSnapshotRequest;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteSnapshotRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.NodeExpandVolumeRequest;
+import dev.caravan.csi.v1.NodeGetCapabilitiesRequest;
+import dev.caravan.csi.v1.NodeGetInfoRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsResponse;
+import dev.caravan.csi.v1.NodePublishVolumeRequest;
+import dev.caravan.csi.v1.NodeServiceCapability;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.csi.v1.VolumeContentSource;
+import dev.caravan.csi.v1.VolumeUsage;
+import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.mount.Mounts;
+import io.grpc.Status.Code;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The Node service on real loop devices, ext4 and xfs, over a real unix socket. */
+class NodeConformanceTest {
+  private PluginFixture f;
+
+  @BeforeEach
+  void start() throws IOException {
+    Host.requireLoopAndExt4();
+    f = PluginFixture.start();
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (f != null) {
+      f.close();
+    }
+  }
+
+  private static long sizeFor(String fs) {
+    return "xfs".equals(fs) ? 320 * MIB : 64 * MIB;
+  }
+
+  private Volume create(String name, VolumeCapability cap, long bytes) {
+    return f.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(bytes)).build()).getVolume();
+  }
+
+  private void stage(String id, Path staging, VolumeCapability cap) {
+    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setVolumeCapability(cap).build());
+  }
+
+  private void publish(String id, Path staging, Path target, VolumeCapability cap, boolean ro) {
+    f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setTargetPath(target.toString()).setVolumeCapability(cap).setReadonly(ro).build());
+  }
+
+  private void unpublish(String id, Path target) {
+    f.node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id).setTargetPath(target.toString()).build());
+  }
+
+  private void unstage(String id, Path staging) {
+    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString()).build());
+  }
+
+  private NodeGetVolumeStatsResponse stats(String id, Path path) {
+    return f.node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id).setVolumePath(path.toString()).build());
+  }
+
+  private static VolumeUsage usage(NodeGetVolumeStatsResponse r, VolumeUsage.Unit unit) {
+    return r.getUsageList().stream().filter(u -> u.getUnit() == unit).findFirst().orElseThrow();
+  }
+
+  private void delete(String id) {
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"ext4", "xfs"})
+  void mountLifecycleIsIdempotentAndGuarded(String fs) throws IOException {
+    if (fs.equals("xfs")) {
+      Host.requireXfs();
+    }
+    VolumeCapability cap = Caps.mount(fs);
+    Volume v = create("life-" + fs, cap, sizeFor(fs));
+    String id = v.getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw-file-system-single-node-writer");
+    Path target = f.dir("per-alloc/a1/" + id).resolve("rw-file-system-single-node-writer");
+    Path roTarget = f.dir("per-alloc/a2/" + id).resolve("ro-file-system-single-node-writer");
+
+    stage(id, staging, cap);
+    stage(id, staging, cap);
+    assertThat(MountTable.at(staging)).get().satisfies(m -> assertThat(m.fsType()).isEqualTo(fs));
+    publish(id, staging, target, cap, false);
+    publish(id, staging, target, cap, false);
+    Files.writeString(target.resolve("data.txt"), "caravan " + fs);
+    assertThat(Files.readString(staging.resolve("data.txt"))).isEqualTo("caravan " + fs);
+
+    publish(id, staging, roTarget, cap, true);
+    assertThat(Files.readString(roTarget.resolve("data.txt"))).isEqualTo("caravan " + fs);
+    assertThatThrownBy(() -> Files.writeString(roTarget.resolve("nope.txt"), "x")).isInstanceOf(IOException.class);
+    assertThat(code(() -> publish(id, staging, target, cap, true))).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(code(() -> stage(id, staging, Caps.block()))).isEqualTo(Code.ALREADY_EXISTS);
+
+    NodeGetVolumeStatsResponse st = stats(id, target);
+    assertThat(st.getVolumeCondition().getAbnormal()).isFalse();
+    assertThat(usage(st, VolumeUsage.Unit.BYTES).getTotal()).isPositive();
+    assertThat(usage(st, VolumeUsage.Unit.INODES).getUsed()).isPositive();
+
+    var early = error(() -> unstage(id, staging));
+    assertThat(early.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(early.getStatus().getDescription()).contains(target.toString());
+    assertThat(MountTable.isMountPoint(staging)).isTrue();
+    assertThat(code(() -> delete(id))).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build())
+        .getStatus().getPublishedNodeIdsList()).containsExactly(PluginFixture.NODE);
+
+    unpublish(id, roTarget);
+    unpublish(id, target);
+    unpublish(id, target);
+    assertThat(target).doesNotExist();
+    unstage(id, staging);
+    unstage(id, staging);
+    assertThat(MountTable.isMountPoint(staging)).isFalse();
+    assertThat(f.ourLoops()).isEmpty();
+
+    // staged again later: the data is still there (never reformatted)
+    stage(id, staging, cap);
+    assertThat(Files.readString(staging.resolve("data.txt"))).isEqualTo("caravan " + fs);
+    unstage(id, staging);
+    delete(id);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"ext4", "xfs"})
+  void expansionIsSeenByStatvfs(String fs) throws IOException {
+    if (fs.equals("xfs")) {
+      Host.requireXfs();
+    }
+    Host.requireOnlineGrow(fs);
+    VolumeCapability cap = Caps.mount(fs);
+    String id = create("grow-" + fs, cap, sizeFor(fs)).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw");
+    Path target = f.dir("per-alloc/a1/" + id).resolve("rw");
+    stage(id, staging, cap);
+    publish(id, staging, target, cap, false);
+    long before = Files.getFileStore(target).getTotalSpace();
+    long wanted = sizeFor(fs) * 2;
+    var r = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
+        .setCapacityRange(Caps.bytes(wanted)).setVolumeCapability(cap).build());
+    assertThat(r.getNodeExpansionRequired()).isTrue();
+    long device = f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(id).setVolumePath(target.toString())
+        .setStagingTargetPath(staging.toString()).setCapacityRange(Caps.bytes(wanted)).build()).getCapacityBytes();
+    assertThat(device).isEqualTo(wanted);
+    long after = Files.getFileStore(target).getTotalSpace();
+    assertThat(after).isGreaterThan(before + sizeFor(fs) / 2);
+    assertThat(usage(stats(id, target), VolumeUsage.Unit.BYTES).getTotal()).isEqualTo(after);
+    // repeated NodeExpand is harmless
+    f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(id).setVolumePath(target.toString()).build());
+    unpublish(id, target);
+    unstage(id, staging);
+    // grown while unstaged: the next stage grows the filesystem itself (Nomad sends no NodeExpand then)
+    f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
+        .setCapacityRange(Caps.bytes(wanted * 2)).build());
+    stage(id, staging, cap);
+    assertThat(Files.getFileStore(staging).getTotalSpace()).isGreaterThan(after + sizeFor(fs) / 2);
+    unstage(id, staging);
+    delete(id);
+  }
+
+  @Test
+  void snapshotsAndClonesCarryTheData() throws IOException {
+    VolumeCapability cap = Caps.mount("ext4");
+    String id = create("src", cap, 64 * MIB).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw");
+    Path target = f.dir("per-alloc/a1/" + id).resolve("rw");
+    stage(id, staging, cap);
+    publish(id, staging, target, cap, false);
+    byte[] payload = new byte[3 * (int) MIB + 123];
+    new Random(42).nextBytes(payload);
+    Files.write(target.resolve("payload.bin"), payload); // no fsync: the snapshot must freeze/flush
+    String snap = f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(id).setName("snap").build())
+        .getSnapshot().getSnapshotId();
+    Files.writeString(target.resolve("after.txt"), "written after the snapshot");
+
+    String fromSnap = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-snap").addVolumeCapabilities(cap)
+        .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snap))).build()).getVolume().getVolumeId();
+    String fromVol = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-vol").addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(96 * MIB))
+        .setVolumeContentSource(VolumeContentSource.newBuilder().setVolume(
+            VolumeContentSource.VolumeSource.newBuilder().setVolumeId(id))).build()).getVolume().getVolumeId();
+    unpublish(id, target);
+    unstage(id, staging); // unmount flushes everything for the volume clone below? no: fromVol was cloned before
+
+    Path s1 = f.dir("staging/default/" + fromSnap + "/rw");
+    stage(fromSnap, s1, cap);
+    assertThat(Files.readAllBytes(s1.resolve("payload.bin"))).isEqualTo(payload);
+    assertThat(s1.resolve("after.txt")).doesNotExist();
+    unstage(fromSnap, s1);
+
+    Path s2 = f.dir("staging/default/" + fromVol + "/rw");
+    stage(fromVol, s2, cap);
+    assertThat(Files.readAllBytes(s2.resolve("payload.bin"))).isEqualTo(payload);
+    if (Host.hasCapSysResource()) { // ext4 online resize at stage needs CAP_SYS_RESOURCE
+      assertThat(Files.getFileStore(s2).getTotalSpace()).isGreaterThan(64 * MIB);
+    }
+    unstage(fromVol, s2);
+
+    f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(snap).build());
+    delete(fromSnap);
+    delete(fromVol);
+    delete(id);
+  }
+
+  @Test
+  void blockAccessBindsTheDevice() throws IOException {
+    VolumeCapability cap = Caps.block();
+    String id = create("raw", cap, 32 * MIB).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw-block-device-single-node-writer");
+    Path target = f.dir("per-alloc/a1/" + id).resolve("rw-block-device-single-node-writer");
+    Path roTarget = f.dir("per-alloc/a2/" + id).resolve("ro-block-device-single-node-writer");
+    stage(id, staging, cap);
+    stage(id, staging, cap); // Nomad re-stages block volumes for every allocation: must be idempotent
+    publish(id, staging, target, cap, false);
+    publish(id, staging, target, cap, false);
+    assertThat(Files.exists(target) && !Files.isDirectory(target)).isTrue(); // a file with the device bound on it
+    byte[] data = "raw block data through caravan".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    try (FileChannel ch = FileChannel.open(target, StandardOpenOption.WRITE, StandardOpenOption.DSYNC)) {
+      ch.write(ByteBuffer.wrap(data), 4096);
+    }
+    try (FileChannel ch = FileChannel.open(target, StandardOpenOption.READ)) {
+      assertThat(ch.size()).isEqualTo(32 * MIB);
+      ByteBuffer back = ByteBuffer.allocate(data.length);
+      ch.read(back, 4096);
+      assertThat(back.array()).isEqualTo(data);
+    }
+    publish(id, staging, roTarget, Caps.block(Mode.SINGLE_NODE_READER_ONLY), false);
+    // The bind is read-only; note the kernel does not apply MS_RDONLY to writes *through* a device node.
+    assertThat(MountTable.at(roTarget)).get().satisfies(m -> assertThat(m.readOnly()).isTrue());
+    NodeGetVolumeStatsResponse st = stats(id, target);
+    assertThat(usage(st, VolumeUsage.Unit.BYTES).getTotal()).isEqualTo(32 * MIB);
+    assertThat(st.getVolumeCondition().getAbnormal()).isFalse();
+    assertThat(code(() -> publish(id, staging, f.root.resolve("per-alloc/a3/x"), Caps.mount("ext4"), false)))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> unstage(id, staging))).isEqualTo(Code.FAILED_PRECONDITION);
+    unpublish(id, roTarget);
+    unpublish(id, target);
+    assertThat(target).doesNotExist();
+    unstage(id, staging);
+    assertThat(f.ourLoops()).isEmpty();
+    delete(id);
+  }
+
+  @Test
+  void conditionTurnsAbnormalWhenTheMountIsGone() throws IOException {
+    VolumeCapability cap = Caps.mount("ext4");
+    String id = create("fragile", cap, 32 * MIB).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw");
+    Path target = f.dir("per-alloc/a1/" + id).resolve("rw");
+    stage(id, staging, cap);
+    publish(id, staging, target, cap, false);
+    assertThat(Mounts.unmount(target)).isTrue(); // our own mount, removed behind the plugin's back
+    NodeGetVolumeStatsResponse st = stats(id, target);
+    assertThat(st.getVolumeCondition().getAbnormal()).isTrue();
+    assertThat(st.getVolumeCondition().getMessage()).contains("nothing is mounted");
+    unpublish(id, target);
+    unstage(id, staging);
+    delete(id);
+  }
+
+  @Test
+  void refusesToFormatOverAnotherFilesystem() throws IOException {
+    String id = create("ext4-only", Caps.mount("ext4"), 320 * MIB).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw");
+    stage(id, staging, Caps.mount("ext4"));
+    Files.writeString(staging.resolve("keep.txt"), "precious");
+    unstage(id, staging);
+    var e = error(() -> stage(id, staging, Caps.mount("xfs")));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(e.getStatus().getDescription()).contains("refusing to format");
+    assertThat(MountTable.isMountPoint(staging)).isFalse();
+    assertThat(f.ourLoops()).isEmpty();
+    stage(id, staging, Caps.mount("ext4"));
+    assertThat(Files.readString(staging.resolve("keep.txt"))).isEqualTo("precious");
+    unstage(id, staging);
+    delete(id);
+  }
+
+  @Test
+  void badNodeInputChangesNothing() throws IOException {
+    VolumeCapability cap = Caps.mount("ext4");
+    String id = create("strict", cap, 32 * MIB).getVolumeId();
+    Path staging = f.dir("staging/default/" + id + "/rw");
+    String target = f.root.resolve("per-alloc/a1/" + id + "/rw").toString();
+    for (String bad : new String[] {"relative/path", f.root + "/staging/../../etc", f.root + "/./x", ""}) {
+      assertThat(code(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+          .setStagingTargetPath(bad).setVolumeCapability(cap).build()))).as(bad).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id)
+          .setStagingTargetPath(staging.toString()).setTargetPath(bad).setVolumeCapability(cap).build()))).as(bad)
+          .isEqualTo(Code.INVALID_ARGUMENT);
+    }
+    assertThat(code(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+        .setStagingTargetPath(staging.toString()).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId("../" + id)
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(cap).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(Caps.mount("ext4", Mode.MULTI_NODE_READER_ONLY)).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId("vol-unknown")
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(cap).build()))).isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id)
+        .setStagingTargetPath(staging.toString()).setTargetPath(target).setVolumeCapability(cap).build())))
+        .isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(code(() -> stats(id, staging))).isEqualTo(Code.NOT_FOUND);
+    assertThat(code(() -> f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(id)
+        .setVolumePath(staging.toString()).build()))).isEqualTo(Code.NOT_FOUND);
+    unpublish(id, Path.of(target));
+    unstage(id, staging);
+    assertThat(f.ourMounts()).isEmpty();
+    assertThat(f.ourLoops()).isEmpty();
+    assertThat(Path.of(target)).doesNotExist();
+    delete(id);
+  }
+
+  @Test
+  void nodeInfoAndCapabilities() {
+    var info = f.node.nodeGetInfo(NodeGetInfoRequest.getDefaultInstance());
+    assertThat(info.getNodeId()).isEqualTo(PluginFixture.NODE);
+    assertThat(info.getAccessibleTopology().getSegmentsMap()).containsEntry("caravan.csi/node", PluginFixture.NODE);
+    assertThat(f.node.nodeGetCapabilities(NodeGetCapabilitiesRequest.getDefaultInstance()).getCapabilitiesList())
+        .extracting(c -> c.getRpc().getType())
+        .contains(NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME, NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
+            NodeServiceCapability.RPC.Type.EXPAND_VOLUME, NodeServiceCapability.RPC.Type.VOLUME_CONDITION);
+  }
+}

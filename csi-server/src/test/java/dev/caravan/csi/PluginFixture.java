@@ -1,0 +1,166 @@
+package dev.caravan.csi;
+
+import dev.caravan.csi.cli.UnixChannel;
+import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.v1.IdentityGrpc;
+import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.storage.block.LoopDevice;
+import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.mount.Mounts;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.function.Executable;
+
+/**
+ * A plugin on the file backend in a private temporary directory, driven over a real unix socket by a
+ * real gRPC client. {@link #close()} verifies that the test left none of <em>its own</em> mounts or
+ * loop devices behind (cleaning them up if it did) and never touches anything else on the host.
+ */
+final class PluginFixture implements AutoCloseable {
+  static final String NODE = "test-node";
+
+  final Path work;
+  final Path data;
+  final Path socket;
+  /** Nomad's mount root for this plugin: {@code <state_dir>/csi/monolith/<plugin-id>}. */
+  final Path root;
+  private Plugin plugin;
+  private UnixChannel channel;
+  IdentityGrpc.IdentityBlockingStub identity;
+  ControllerGrpc.ControllerBlockingStub controller;
+  NodeGrpc.NodeBlockingStub node;
+
+  private PluginFixture(Path work) {
+    this.work = work;
+    this.data = work.resolve("data");
+    this.socket = work.resolve("plugins/alloc-1/csi.sock");
+    this.root = work.resolve("client/csi/monolith/caravan");
+  }
+
+  static PluginFixture start() throws IOException {
+    PluginFixture f = new PluginFixture(Files.createTempDirectory("caravan-test-"));
+    f.startPlugin();
+    return f;
+  }
+
+  /** A fixture whose plugin the test runs itself (e.g. as a separate process); call {@link #connect()}. */
+  static PluginFixture unstarted() throws IOException {
+    return new PluginFixture(Files.createTempDirectory("caravan-test-"));
+  }
+
+  void startPlugin() throws IOException {
+    plugin = Plugin.start(Plugin.Settings.of("file", socket, NODE, data));
+    connect();
+  }
+
+  void connect() {
+    channel = new UnixChannel(socket);
+    identity = IdentityGrpc.newBlockingStub(channel.channel());
+    controller = ControllerGrpc.newBlockingStub(channel.channel());
+    node = NodeGrpc.newBlockingStub(channel.channel());
+  }
+
+  void disconnect() {
+    if (channel != null) {
+      channel.close();
+      channel = null;
+    }
+  }
+
+  /** Stops the plugin (mounts and devices stay) and starts a fresh one on the same state. */
+  void restart() throws IOException {
+    stopPlugin();
+    startPlugin();
+  }
+
+  void stopPlugin() {
+    disconnect();
+    if (plugin != null) {
+      plugin.shutdown(Duration.ofSeconds(2));
+      plugin = null;
+    }
+  }
+
+  Plugin plugin() {
+    return plugin;
+  }
+
+  Path dir(String relative) throws IOException {
+    return Files.createDirectories(root.resolve(relative));
+  }
+
+  /** Mounts under this fixture's directory, deepest first. */
+  List<MountEntry> ourMounts() {
+    return MountTable.read().stream()
+        .filter(m -> m.mountPoint().startsWith(work))
+        .sorted(Comparator.comparing((MountEntry m) -> m.mountPoint().getNameCount()).reversed())
+        .toList();
+  }
+
+  /** Loop devices backed by files in this fixture's data directory. */
+  List<LoopDevice> ourLoops() {
+    return LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(data)).toList();
+  }
+
+  static Status.Code code(Executable call) {
+    try {
+      call.execute();
+    } catch (StatusRuntimeException e) {
+      return e.getStatus().getCode();
+    } catch (Throwable t) {
+      throw new AssertionError("expected a gRPC error, got " + t, t);
+    }
+    return Status.Code.OK;
+  }
+
+  static StatusRuntimeException error(Executable call) {
+    try {
+      call.execute();
+    } catch (StatusRuntimeException e) {
+      return e;
+    } catch (Throwable t) {
+      throw new AssertionError("expected a gRPC error, got " + t, t);
+    }
+    throw new AssertionError("expected a gRPC error, the call succeeded");
+  }
+
+  @Override
+  public void close() throws IOException {
+    stopPlugin();
+    List<String> leaks = new ArrayList<>();
+    if (Host.isRoot()) {
+      for (MountEntry m : ourMounts()) {
+        leaks.add("mount " + m.mountPoint());
+        while (MountTable.isMountPoint(m.mountPoint()) && Mounts.unmount(m.mountPoint())) {
+          // unwind stacked mounts
+        }
+      }
+      if (Files.exists(Path.of("/dev/loop-control"))) {
+        for (LoopDevice l : ourLoops()) {
+          leaks.add("loop device " + l.device() + " -> " + l.backingFile());
+          LoopDevices.detach(l);
+        }
+      }
+    }
+    if (ourMounts().isEmpty()) {
+      try (Stream<Path> paths = Files.walk(work)) {
+        for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
+    if (!leaks.isEmpty()) {
+      throw new AssertionError("the test left its own resources behind (now cleaned up): " + leaks);
+    }
+  }
+}
