@@ -111,6 +111,15 @@ public final class NodeEngine {
           "refusing to format " + device + " for volume " + id + " as " + fsType + ": it already holds "
               + e.found());
     }
+    // The volume may have grown while it was not staged (Nomad sends no NodeExpand then). ext4 is
+    // grown before it is mounted, which needs no CAP_SYS_RESOURCE (unless another usage of the
+    // volume has it mounted already); xfs can only grow once mounted. The superblock is read first
+    // so that a stage with nothing to grow starts no process.
+    boolean growOnline = false;
+    if (outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly()
+        && Filesystems.size(device, fs) < BlockDevices.size(device)) {
+      growOnline = fs != FsType.EXT4 || !growUnmounted(id, device);
+    }
     createDirectory(s.stagingPath());
     Set<MountFlag> flags = flags(s.mountFlags(), s.readOnly());
     String data = data(s.mountFlags());
@@ -120,13 +129,23 @@ public final class NodeEngine {
       data = data.isEmpty() ? "nouuid" : data + ",nouuid";
     }
     Mounts.mount(device, s.stagingPath(), fs.id(), flags, data);
-    if (outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly()) {
-      // The volume may have grown while it was not staged (Nomad sends no NodeExpand then).
+    if (growOnline) {
       try {
         Filesystems.grow(s.stagingPath());
       } catch (StorageException e) {
         LOG.log(System.Logger.Level.WARNING, "could not grow the filesystem of " + id + " at stage", e);
       }
+    }
+  }
+
+  /** Returns false when the filesystem could not be grown unmounted and should be grown online. */
+  private static boolean growUnmounted(String id, Path device) {
+    try {
+      Filesystems.growUnmounted(device, FsType.EXT4);
+      return true;
+    } catch (StorageException e) {
+      LOG.log(System.Logger.Level.INFO, "growing " + id + " online instead: " + e.getMessage());
+      return false;
     }
   }
 

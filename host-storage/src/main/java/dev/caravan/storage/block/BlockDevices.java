@@ -5,6 +5,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.Stat;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -19,6 +20,19 @@ public final class BlockDevices {
     try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
       return Libc.ioctlReadLong(fd, Ioctl.BLKGETSIZE64);
     }
+  }
+
+  /**
+   * The {@code "major:minor"} of a block device node, as the mount table writes it.
+   *
+   * @throws StorageException when {@code device} is not a block device
+   */
+  public static String majorMinor(Path device) {
+    Stat stat = Libc.stat(device);
+    if (!stat.isBlockDevice()) {
+      throw new StorageException(device + " is not a block device");
+    }
+    return stat.rdevMajorMinor();
   }
 
   /**

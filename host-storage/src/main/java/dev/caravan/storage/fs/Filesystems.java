@@ -3,6 +3,7 @@ package dev.caravan.storage.fs;
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.Probe;
 import dev.caravan.storage.block.Signature;
@@ -23,6 +24,8 @@ import java.util.function.Supplier;
 /** Formatting, growing, freezing and measuring ext4 and xfs filesystems. */
 public final class Filesystems {
   private static final Duration TOOL_TIMEOUT = Duration.ofMinutes(10);
+  // e2fsck's exit status 1: errors were found and corrected, the filesystem is now consistent.
+  private static final int E2FSCK_CORRECTED = 1;
 
   private Filesystems() {}
 
@@ -73,6 +76,42 @@ public final class Filesystems {
           case XFS -> List.of("xfs_growfs", mount.mountPoint().toString());
         };
     ToolRunner.run(command, TOOL_TIMEOUT);
+  }
+
+  /**
+   * Grows the ext4 filesystem on an unmounted {@code device} to the device's size, after the
+   * preening {@code e2fsck -f -p} that resize2fs demands of an unmounted filesystem (preen mode
+   * repairs only what is safe unattended and fails on anything else). Unlike an online grow this
+   * needs no CAP_SYS_RESOURCE. xfs grows only while mounted ({@link #grow(Path)}); a device that is
+   * mounted anywhere is refused, since checking a live filesystem would corrupt it.
+   */
+  public static void growUnmounted(Path device, FsType type) {
+    if (type != FsType.EXT4) {
+      throw new StorageException(type.id() + " grows only while mounted: " + device);
+    }
+    String majorMinor = BlockDevices.majorMinor(device);
+    for (MountEntry mount : MountTable.read()) {
+      if (mount.majorMinor().equals(majorMinor)) {
+        throw new StorageException(
+            device + " is mounted at " + mount.mountPoint() + ": grow it there, online");
+      }
+    }
+    try {
+      ToolRunner.run(List.of("e2fsck", "-f", "-p", device.toString()), TOOL_TIMEOUT);
+    } catch (ToolException e) {
+      if (e.exitCode() != E2FSCK_CORRECTED) {
+        throw e;
+      }
+    }
+    ToolRunner.run(List.of("resize2fs", device.toString()), TOOL_TIMEOUT);
+  }
+
+  /**
+   * How many bytes the ext4 or xfs filesystem on {@code device} spans, from its superblock: compare
+   * with {@link BlockDevices#size(Path)} to see whether a grow has anything to do.
+   */
+  public static long size(Path device, FsType type) {
+    return Superblocks.size(device, type);
   }
 
   /** Space and inodes of the filesystem holding {@code path} ({@code statvfs}). */

@@ -153,6 +153,64 @@ class FilesystemsTest {
     growsOnline(FsType.XFS, 320 * MIB);
   }
 
+  @Test
+  void readsTheFilesystemSizeFromItsSuperblock() {
+    HostRequirements.assumeTool("mkfs.xfs", "xfsprogs");
+    for (FsType type : FsType.values()) {
+      long size = 320 * MIB;
+      LoopDevice loop = LoopDevices.attach(scratch.image(type.id() + ".img", size), false);
+      try {
+        Filesystems.formatIfEmpty(loop.device(), type, List.of());
+        assertThat(Filesystems.size(loop.device(), type)).as(type.id()).isEqualTo(size);
+        assertThatThrownBy(() -> Filesystems.size(loop.device(), other(type)))
+            .isInstanceOf(StorageException.class)
+            .hasMessageContaining("holds no " + other(type).id() + " superblock");
+      } finally {
+        LoopDevices.detach(loop);
+      }
+    }
+  }
+
+  @Test
+  void growsUnmountedExt4WithoutTouchingItsData() throws Exception {
+    Path image = scratch.image("disk.img", 64 * MIB);
+    LoopDevice loop = LoopDevices.attach(image, false);
+    Path mnt = scratch.directory("mnt");
+    try {
+      Filesystems.formatIfEmpty(loop.device(), FsType.EXT4, List.of());
+      Mounts.mount(loop.device(), mnt, "ext4", Set.of(), null);
+      Files.writeString(mnt.resolve("kept"), "across the grow");
+      assertThatThrownBy(() -> Filesystems.growUnmounted(loop.device(), FsType.EXT4))
+          .isInstanceOf(StorageException.class)
+          .hasMessageContaining("is mounted at " + mnt);
+      Mounts.unmount(mnt);
+
+      SparseFiles.grow(image, 128 * MIB);
+      LoopDevices.refreshCapacity(loop);
+      assertThat(Filesystems.size(loop.device(), FsType.EXT4)).isEqualTo(64 * MIB);
+      Filesystems.growUnmounted(loop.device(), FsType.EXT4);
+      assertThat(Filesystems.size(loop.device(), FsType.EXT4)).isEqualTo(128 * MIB);
+
+      Mounts.mount(loop.device(), mnt, "ext4", Set.of(), null);
+      assertThat(mnt.resolve("kept")).hasContent("across the grow");
+      assertThat(Filesystems.stats(mnt).totalBytes()).isGreaterThan(100 * MIB);
+    } finally {
+      Mounts.unmount(mnt);
+      LoopDevices.detach(loop);
+    }
+  }
+
+  @Test
+  void refusesToGrowXfsUnmounted() {
+    assertThatThrownBy(() -> Filesystems.growUnmounted(Path.of("/dev/null"), FsType.XFS))
+        .isInstanceOf(StorageException.class)
+        .hasMessageContaining("xfs grows only while mounted");
+  }
+
+  private static FsType other(FsType type) {
+    return type == FsType.EXT4 ? FsType.XFS : FsType.EXT4;
+  }
+
   private void growsOnline(FsType type, long size) throws Exception {
     Path image = scratch.image("disk.img", size);
     LoopDevice loop = LoopDevices.attach(image, false);
