@@ -1,0 +1,148 @@
+package dev.caravan.storage.internal.zfs;
+
+import static dev.caravan.bindings.zfs.ZfsCore.C_POINTER;
+
+import dev.caravan.bindings.zfs.ZfsCore;
+import dev.caravan.storage.zfs.ZfsException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Collection;
+import java.util.Map;
+
+/**
+ * The libzfs_core calls Caravan makes, with Java arguments. Each returns the error number the
+ * library returns (libzfs_core reports errors as return values, not through {@code errno}), plus the
+ * per-item error list where the call produces one; every nvlist passed in or handed back is freed
+ * here.
+ *
+ * <p>Only reachable through a {@code Zfs} instance, which exists only after {@link
+ * ZfsLibrary#require()} succeeded: an {@code lzc_*} call without that aborts the process.
+ */
+public final class Lzc {
+  /** {@code LZC_SEND_FLAG_LARGE_BLOCK | EMBED_DATA | COMPRESS}: blocks travel as they are stored. */
+  public static final int SEND_AS_STORED =
+      ZfsCore.LZC_SEND_FLAG_LARGE_BLOCK()
+          | ZfsCore.LZC_SEND_FLAG_EMBED_DATA()
+          | ZfsCore.LZC_SEND_FLAG_COMPRESS();
+
+  /** An error number and, when the call returned an error list, its items. */
+  public record Result(int errno, Map<String, String> itemErrors) {
+    public boolean ok() {
+      return errno == 0;
+    }
+
+    /** Throws {@link ZfsException} unless the call succeeded. */
+    public void orThrow(String operation, String dataset) {
+      orThrow(operation, dataset, null);
+    }
+
+    public void orThrow(String operation, String dataset, String hint) {
+      if (errno != 0) {
+        throw new ZfsException(operation, dataset, errno, itemErrors, hint);
+      }
+    }
+  }
+
+  private Lzc() {}
+
+  public static boolean exists(String dataset) {
+    try (Arena arena = Arena.ofConfined()) {
+      return ZfsCore.lzc_exists(arena.allocateFrom(dataset)) != 0;
+    }
+  }
+
+  /** {@code lzc_create}: {@code type} is {@code LZC_DATSET_TYPE_ZFS} or {@code _ZVOL}. */
+  public static Result create(String dataset, int type, NvList properties) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno =
+          ZfsCore.lzc_create(
+              arena.allocateFrom(dataset),
+              type,
+              properties == null ? MemorySegment.NULL : properties.handle(),
+              MemorySegment.NULL,
+              0);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  /** {@code lzc_destroy}: one filesystem or volume, never recursive. */
+  public static Result destroy(String dataset) {
+    try (Arena arena = Arena.ofConfined()) {
+      return new Result(ZfsCore.lzc_destroy(arena.allocateFrom(dataset)), Map.of());
+    }
+  }
+
+  /** {@code lzc_snapshot}: atomically, all of {@code snapshots}, each with user properties. */
+  public static Result snapshot(Collection<String> snapshots, NvList userProperties) {
+    try (Arena arena = Arena.ofConfined();
+        NvList names = names(snapshots)) {
+      MemorySegment errors = arena.allocateFrom(C_POINTER, MemorySegment.NULL);
+      int errno =
+          ZfsCore.lzc_snapshot(
+              names.handle(),
+              userProperties == null ? MemorySegment.NULL : userProperties.handle(),
+              errors);
+      return new Result(errno, takeErrors(errors));
+    }
+  }
+
+  /** {@code lzc_destroy_snaps} without defer: fails (EEXIST) rather than waiting for clones. */
+  public static Result destroySnapshots(Collection<String> snapshots) {
+    try (Arena arena = Arena.ofConfined();
+        NvList names = names(snapshots)) {
+      MemorySegment errors = arena.allocateFrom(C_POINTER, MemorySegment.NULL);
+      int errno = ZfsCore.lzc_destroy_snaps(names.handle(), 0, errors);
+      return new Result(errno, takeErrors(errors));
+    }
+  }
+
+  /** {@code lzc_send}: a full stream of {@code snapshot} written to {@code fd}. */
+  public static Result send(String snapshot, int fd, int flags) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno = ZfsCore.lzc_send(arena.allocateFrom(snapshot), MemorySegment.NULL, fd, flags);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  /**
+   * {@code lzc_receive}: a full stream read from {@code fd} becomes the new dataset and snapshot
+   * {@code snapshot} ({@code dataset@name}); {@code properties} are set as received properties.
+   */
+  public static Result receive(String snapshot, NvList properties, int fd) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno =
+          ZfsCore.lzc_receive(
+              arena.allocateFrom(snapshot),
+              properties == null ? MemorySegment.NULL : properties.handle(),
+              MemorySegment.NULL,
+              0,
+              0,
+              fd);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  private static NvList names(Collection<String> names) {
+    NvList list = NvList.create();
+    try {
+      names.forEach(list::addFlag);
+      return list;
+    } catch (RuntimeException e) {
+      list.close();
+      throw e;
+    }
+  }
+
+  /** Reads and frees the error nvlist libzfs_core allocated into {@code *errors}, if any. */
+  private static Map<String, String> takeErrors(MemorySegment errors) {
+    MemorySegment list = errors.get(C_POINTER, 0);
+    if (NvList.isNull(list)) {
+      return Map.of();
+    }
+    try {
+      return ZfsException.itemErrors(NvList.read(list));
+    } finally {
+      ZfsCore.nvlist_free(list);
+    }
+  }
+}

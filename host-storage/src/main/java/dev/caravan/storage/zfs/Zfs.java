@@ -1,0 +1,637 @@
+package dev.caravan.storage.zfs;
+
+import dev.caravan.bindings.zfs.ZfsCore;
+import dev.caravan.storage.NativeLibraryUnavailableException;
+import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.internal.zfs.Lzc;
+import dev.caravan.storage.internal.zfs.NvList;
+import dev.caravan.storage.internal.zfs.VolumeReservation;
+import dev.caravan.storage.internal.zfs.ZfsErrors;
+import dev.caravan.storage.internal.zfs.ZfsIoctls;
+import dev.caravan.storage.internal.zfs.ZfsLibrary;
+import dev.caravan.storage.internal.zfs.ZvolDevices;
+import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * Every ZFS operation Caravan performs, named after the operation: pools, datasets, volumes,
+ * snapshots and independent clones, through libzfs_core and ioctls on {@code /dev/zfs}. No {@code
+ * zfs} or {@code zpool} process is ever started.
+ *
+ * <pre>{@code
+ * try (Zfs zfs = Zfs.open()) {
+ *   zfs.createZvol(ZvolSpec.of("tank/caravan/vol-1", 1L << 30));
+ *   String snapshot = zfs.snapshot("tank/caravan/vol-1", "s1", Map.of());
+ *   zfs.cloneIndependent(snapshot, ZvolSpec.of("tank/caravan/vol-2", 1L << 30));
+ *   Path device = zfs.zvolDevice("tank/caravan/vol-2", Duration.ofSeconds(10));
+ * }
+ * }</pre>
+ *
+ * <p><b>Safety.</b> Only datasets carrying the ownership marker ({@link ManagedBy}, by default
+ * {@code caravan:managed=true}, set on the dataset itself) are ever changed or destroyed; the
+ * facade sets it on everything it creates. Destroy takes one leaf at a time, never recursively, and
+ * refuses a volume with snapshots or children, or a snapshot with clones; volumes only grow. A
+ * refusal is a {@link ZfsRefusedException}, decided before ZFS is asked; a failure inside ZFS is a
+ * {@link ZfsException} with the errno and any per-item errors.
+ *
+ * <p><b>Threads.</b> An instance is safe for concurrent use; close it when no call is running.
+ * Opening is cheap (one {@code open(2)} of {@code /dev/zfs}).
+ */
+public final class Zfs implements AutoCloseable {
+  /** How long destroy retries a dataset the kernel reports busy (udev probing a new zvol...). */
+  private static final Duration BUSY_RETRY = Duration.ofSeconds(3);
+
+  private static final Duration BUSY_PAUSE = Duration.ofMillis(100);
+  private static final Duration DEVICE_POLL = Duration.ofMillis(25);
+  private static final long CANMOUNT_OFF = 0;
+  private static final long VOLMODE_NONE = 3; // zfs_volmode_t: default, geom, dev, none
+
+  private final ZfsIoctls ioctls;
+  private final ManagedBy marker;
+  private volatile boolean closed;
+
+  private Zfs(ZfsIoctls ioctls, ManagedBy marker) {
+    this.ioctls = ioctls;
+    this.marker = marker;
+  }
+
+  /** Opens the facade with Caravan's marker, {@code caravan:managed=true}. */
+  public static Zfs open() {
+    return open(ManagedBy.CARAVAN);
+  }
+
+  /**
+   * Opens the facade with {@code marker} as the ownership marker.
+   *
+   * @throws NativeLibraryUnavailableException when libzfs_core or libnvpair is not installed, or
+   *     {@code /dev/zfs} cannot be opened (no zfs module, no permission); the message says which.
+   *     Nothing else in this class can then be reached, so no libzfs_core call can abort the JVM.
+   */
+  public static Zfs open(ManagedBy marker) {
+    Objects.requireNonNull(marker, "marker");
+    ZfsLibrary.process().require();
+    try {
+      return new Zfs(ZfsIoctls.open(), marker);
+    } catch (SyscallException e) {
+      throw new NativeLibraryUnavailableException(
+          "ZFS is not available on this host: " + ZfsLibrary.DEVICE + ": " + e.errnoName(), e);
+    }
+  }
+
+  /** The ownership marker this instance writes and requires. */
+  public ManagedBy marker() {
+    return marker;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Pools
+
+  /**
+   * The pool's health and space, or empty when no pool of that name is imported ({@code
+   * ZFS_IOC_POOL_STATS}).
+   */
+  public Optional<PoolStatus> pool(String pool) {
+    DatasetNames.requirePool(pool);
+    return poolConfig(pool).map(PoolConfig::status);
+  }
+
+  /** A pool's status and raw config nvlist, read together. */
+  private record PoolConfig(PoolStatus status, Map<String, Object> config) {}
+
+  private Optional<PoolConfig> poolConfig(String pool) {
+    ZfsIoctls.Reply reply = ioctls().poolStats(pool);
+    if (reply.errno() == ZfsErrors.ENOENT || reply.errno() == ZfsErrors.EINVAL) {
+      return Optional.empty();
+    }
+    if (reply.errno() == ZfsErrors.EPERM || reply.errno() == ZfsErrors.EACCES) {
+      ZfsIoctls.orThrow(reply, "pool stats", pool);
+    }
+    return Optional.of(new PoolConfig(Pools.status(pool, reply), reply.reply()));
+  }
+
+  private PoolConfig requireUsablePool(String dataset) {
+    String pool = DatasetNames.pool(dataset);
+    PoolConfig config =
+        poolConfig(pool)
+            .orElseThrow(
+                () ->
+                    new ZfsRefusedException(
+                        Reason.POOL_UNAVAILABLE, pool, "pool " + pool + " is not imported"));
+    if (!config.status().isUsable()) {
+      throw new ZfsRefusedException(
+          Reason.POOL_UNAVAILABLE,
+          pool,
+          "pool " + pool + " is " + config.status().health() + ": refusing to write to it");
+    }
+    return config;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Datasets
+
+  /** Whether a filesystem, volume or snapshot of that name exists ({@code lzc_exists}). */
+  public boolean exists(String dataset) {
+    requireOpen();
+    return Lzc.exists(Objects.requireNonNull(dataset, "dataset"));
+  }
+
+  /**
+   * The dataset's properties with their sources ({@code ZFS_IOC_OBJSET_STATS}).
+   *
+   * @throws ZfsException with ENOENT when it does not exist
+   */
+  public DatasetProperties properties(String dataset) {
+    return find(dataset)
+        .orElseThrow(() -> new ZfsException("get properties of", dataset, ZfsErrors.ENOENT));
+  }
+
+  private Optional<DatasetProperties> find(String dataset) {
+    Objects.requireNonNull(dataset, "dataset");
+    ZfsIoctls.Reply reply = ioctls().objsetStats(dataset, true);
+    if (reply.errno() == ZfsErrors.ENOENT) {
+      return Optional.empty();
+    }
+    ZfsIoctls.orThrow(reply, "get properties of", dataset);
+    return Optional.of(DatasetProperties.from(dataset, reply.stats(), reply.reply()));
+  }
+
+  /**
+   * The direct children of a filesystem (full names, sorted), without snapshots ({@code
+   * ZFS_IOC_DATASET_LIST_NEXT}).
+   */
+  public List<String> children(String dataset) {
+    DatasetNames.requireDataset(dataset);
+    List<String> names = new ArrayList<>(ioctls().childNames(dataset));
+    if (names.isEmpty()) {
+      requireExists(dataset, "list children of");
+    }
+    names.sort(Comparator.naturalOrder());
+    return List.copyOf(names);
+  }
+
+  /**
+   * The snapshots of a dataset (full names, {@code dataset@name}), oldest first ({@code
+   * ZFS_IOC_SNAPSHOT_LIST_NEXT}).
+   */
+  public List<String> snapshots(String dataset) {
+    DatasetNames.requireDataset(dataset);
+    List<ZfsIoctls.Reply> snapshots = new ArrayList<>(ioctls().snapshots(dataset));
+    if (snapshots.isEmpty()) {
+      requireExists(dataset, "list snapshots of");
+    }
+    snapshots.sort(Comparator.comparingLong(s -> s.stats().creationTxg()));
+    return snapshots.stream().map(ZfsIoctls.Reply::name).toList();
+  }
+
+  private void requireExists(String dataset, String operation) {
+    if (!Lzc.exists(dataset)) {
+      throw new ZfsException(operation, dataset, ZfsErrors.ENOENT);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Volumes
+
+  /**
+   * Creates a volume ({@code lzc_create}, {@code DMU_OST_ZVOL}) carrying the ownership marker and
+   * {@code spec}'s user properties. Missing parents are created as filesystems with {@code
+   * canmount=off} and no marker. A thick volume reserves what {@code zfs create -V} would.
+   *
+   * @throws ZfsRefusedException when the pool is not imported or not usable
+   * @throws ZfsException with EEXIST when the dataset exists, and other kernel errors
+   */
+  public void createZvol(ZvolSpec spec) {
+    Objects.requireNonNull(spec, "spec");
+    PoolConfig pool = requireUsablePool(spec.name());
+    createParents(spec.name());
+    try (NvList properties = NvList.create()) {
+      properties.add("volsize", spec.size());
+      spec.blockSize().ifPresent(b -> properties.add("volblocksize", b));
+      spec.compression().ifPresent(c -> properties.add("compression", c.index()));
+      if (!spec.sparse()) {
+        int copies = copies(properties(DatasetNames.parent(spec.name())));
+        properties.add(
+            "refreservation", reservation(pool, spec.size(), spec.effectiveBlockSize(), copies));
+      }
+      properties.add(marker.property(), marker.value());
+      spec.userProperties().forEach(properties::add);
+      Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties)
+          .orThrow("create", spec.name());
+    }
+  }
+
+  /**
+   * Grows a volume to {@code newSize} bytes ({@code ZFS_IOC_SET_PROP}); a thick volume's
+   * reservation grows with it, first, so a pool without the space refuses before the size changes.
+   * Growing to the current size does nothing.
+   *
+   * @throws ZfsRefusedException when the volume would shrink, or is not managed or not a volume
+   * @throws IllegalArgumentException when {@code newSize} is not a multiple of the block size
+   */
+  public void growZvol(String volume, long newSize) {
+    DatasetNames.requireChild(volume);
+    DatasetProperties current = requireManagedVolume(volume, "grow");
+    long size = current.volumeSize();
+    if (newSize < size) {
+      throw new ZfsRefusedException(
+          Reason.SHRINK,
+          volume,
+          "refusing to shrink "
+              + volume
+              + " from "
+              + size
+              + " to "
+              + newSize
+              + " bytes: volumes only grow");
+    }
+    if (newSize == size) {
+      return;
+    }
+    requireBlockMultiple(newSize, current.volumeBlockSize());
+    resize(current, newSize, current.isThick());
+  }
+
+  /** Sets volsize (and first, when {@code thick}, the matching refreservation). */
+  private void resize(DatasetProperties volume, long newSize, boolean thick) {
+    String name = volume.name();
+    long oldReservation = volume.refReservation();
+    if (thick) {
+      long reservation =
+          reservation(
+              requireUsablePool(name), newSize, volume.volumeBlockSize(), copies(volume));
+      if (reservation > oldReservation) {
+        setProperties(name, Map.of("refreservation", reservation));
+      }
+    }
+    try {
+      setProperties(name, Map.of("volsize", newSize));
+    } catch (RuntimeException e) {
+      if (thick) {
+        try {
+          setProperties(name, Map.of("refreservation", oldReservation));
+        } catch (RuntimeException undo) {
+          e.addSuppressed(undo);
+        }
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Destroys one managed filesystem or volume ({@code lzc_destroy}), never recursively. Retries
+   * for a few seconds while ZFS reports it busy.
+   *
+   * @return false when it did not exist
+   * @throws ZfsRefusedException when it is not managed, has snapshots or has children
+   * @throws ZfsException with EBUSY when it stayed busy (open, mounted, in use)
+   */
+  public boolean destroy(String dataset) {
+    DatasetNames.requireChild(dataset);
+    Optional<DatasetProperties> found = find(dataset);
+    if (found.isEmpty()) {
+      return false;
+    }
+    requireManaged(found.get(), "destroy");
+    List<String> children = children(dataset);
+    if (!children.isEmpty()) {
+      throw new ZfsRefusedException(
+          Reason.HAS_CHILDREN,
+          dataset,
+          "refusing to destroy " + dataset + ": it has children " + children);
+    }
+    List<String> snapshots = snapshots(dataset);
+    if (!snapshots.isEmpty()) {
+      throw new ZfsRefusedException(
+          Reason.HAS_SNAPSHOTS,
+          dataset,
+          "refusing to destroy " + dataset + ": it has snapshots " + snapshots);
+    }
+    Lzc.Result result = retryWhileBusy(() -> Lzc.destroy(dataset));
+    if (result.errno() == ZfsErrors.ENOENT) {
+      return false;
+    }
+    result.orThrow(
+        "destroy",
+        dataset,
+        result.errno() == ZfsErrors.EBUSY
+            ? "still busy after " + BUSY_RETRY.toSeconds() + " s: is it open, mounted or in use?"
+            : null);
+    return true;
+  }
+
+  /**
+   * The volume's block device: {@code /dev/zvol/<volume>} once udev has created it, or, when no
+   * udev daemon runs here, the {@code /dev/zdN} node whose {@code BLKZNAME} is the volume. Waits up
+   * to {@code wait} for it to appear (ZFS creates the device asynchronously after create, clone or
+   * import); if udev runs but made no link in time, falls back to {@code /dev/zdN}.
+   *
+   * @throws ZfsException with ETIMEDOUT when no device appeared in time, ENODEV at once when the
+   *     volume has {@code volmode=none}
+   */
+  public Path zvolDevice(String volume, Duration wait) {
+    DatasetNames.requireChild(volume);
+    Objects.requireNonNull(wait, "wait");
+    DatasetProperties properties = properties(volume);
+    if (!properties.isVolume() || properties.isSnapshot()) {
+      throw notAVolume(properties);
+    }
+    if (properties.get("volmode").filter(Property::numeric).map(Property::asLong).orElse(0L)
+        == VOLMODE_NONE) {
+      throw new ZfsException(
+          "find the device of", volume, ZfsErrors.ENODEV, Map.of(), "volmode=none: no device");
+    }
+    Path link = ZvolDevices.udevLink(volume);
+    boolean udev = ZvolDevices.udevRunning();
+    long deadline = System.nanoTime() + wait.toNanos();
+    while (true) {
+      if (udev ? Files.exists(link) : ZvolDevices.findByName(volume).isPresent()) {
+        return udev ? link : ZvolDevices.findByName(volume).orElseThrow();
+      }
+      if (System.nanoTime() - deadline >= 0) {
+        break;
+      }
+      pause(DEVICE_POLL);
+    }
+    return ZvolDevices.findByName(volume)
+        .orElseThrow(
+            () ->
+                new ZfsException(
+                    "find the device of",
+                    volume,
+                    ZfsErrors.ETIMEDOUT,
+                    Map.of(),
+                    "no "
+                        + (udev ? link + " link or " : "")
+                        + "/dev/zd* device appeared within "
+                        + wait.toMillis()
+                        + " ms"));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Snapshots and clones
+
+  /** {@link #snapshot(String, String, Map)} without user properties. */
+  public String snapshot(String dataset, String name) {
+    return snapshot(dataset, name, Map.of());
+  }
+
+  /**
+   * Snapshots a managed dataset ({@code lzc_snapshot}); the snapshot carries the marker and {@code
+   * userProperties}.
+   *
+   * @return the snapshot's full name, {@code dataset@name}
+   * @throws ZfsException with EEXIST (and the item error) when the snapshot exists
+   */
+  public String snapshot(String dataset, String name, Map<String, String> userProperties) {
+    DatasetNames.requireDataset(dataset);
+    DatasetNames.requireSnapshotName(name);
+    Map<String, String> extra = UserProperties.checked(userProperties, marker);
+    requireManaged(properties(dataset), "snapshot");
+    String snapshot = dataset + "@" + name;
+    try (NvList properties = NvList.create()) {
+      properties.add(marker.property(), marker.value());
+      extra.forEach(properties::add);
+      Lzc.snapshot(List.of(snapshot), properties).orThrow("snapshot", snapshot);
+    }
+    return snapshot;
+  }
+
+  /**
+   * Destroys one managed snapshot now ({@code lzc_destroy_snaps}, never deferred).
+   *
+   * @return false when it did not exist
+   * @throws ZfsRefusedException when it is not managed or clones depend on it
+   */
+  public boolean destroySnapshot(String snapshot) {
+    DatasetNames.requireSnapshot(snapshot);
+    Optional<DatasetProperties> found = find(snapshot);
+    if (found.isEmpty()) {
+      return false;
+    }
+    requireManaged(found.get(), "destroy");
+    if (found.get().clones() > 0) {
+      throw new ZfsRefusedException(
+          Reason.HAS_CLONES,
+          snapshot,
+          "refusing to destroy " + snapshot + ": " + found.get().clones() + " clone(s) depend on it");
+    }
+    Lzc.Result result = retryWhileBusy(() -> Lzc.destroySnapshots(List.of(snapshot)));
+    result.orThrow(
+        "destroy",
+        snapshot,
+        result.errno() == ZfsErrors.EBUSY ? "it is held or being sent" : null);
+    return true;
+  }
+
+  /**
+   * Copies a volume snapshot into a new, independent volume: {@code lzc_send} streams the snapshot
+   * into a pipe from a helper thread while {@code lzc_receive} reads it, all in this process. The
+   * new volume shares no blocks with its source (unlike {@code zfs clone}), so the source and its
+   * snapshot can be destroyed afterwards. The snapshot the receive creates on the target is
+   * destroyed, so the new volume starts without snapshots; then the marker, {@code target}'s user
+   * properties and compression are set, the reservation when thick, and the size when {@code
+   * target} is larger than the source. If any step fails, the new volume is destroyed again.
+   *
+   * @param target name, size (at least the source's) and options of the new volume; its block
+   *     size must be empty or equal to the source's
+   * @throws ZfsRefusedException when the source is not a volume snapshot, the target would be
+   *     smaller than the source, or the target's pool is not usable
+   */
+  public void cloneIndependent(String sourceSnapshot, ZvolSpec target) {
+    DatasetNames.requireSnapshot(sourceSnapshot);
+    Objects.requireNonNull(target, "target");
+    DatasetProperties source = properties(sourceSnapshot);
+    if (!source.isVolume()) {
+      throw notAVolume(source);
+    }
+    long sourceBlockSize = source.volumeBlockSize();
+    if (target.blockSize().isPresent() && target.blockSize().getAsLong() != sourceBlockSize) {
+      throw new IllegalArgumentException(
+          "a copy keeps its source's volblocksize ("
+              + sourceBlockSize
+              + "); "
+              + target.name()
+              + " asks for "
+              + target.blockSize().getAsLong());
+    }
+    if (target.size() < source.volumeSize()) {
+      throw new ZfsRefusedException(
+          Reason.SHRINK,
+          target.name(),
+          "refusing to copy "
+              + sourceSnapshot
+              + " ("
+              + source.volumeSize()
+              + " bytes) into the smaller "
+              + target.name()
+              + " ("
+              + target.size()
+              + " bytes)");
+    }
+    requireBlockMultiple(target.size(), sourceBlockSize);
+    requireUsablePool(target.name());
+    createParents(target.name());
+
+    String received = target.name() + "@" + DatasetNames.shortSnapshotName(sourceSnapshot);
+    IndependentCopy.Outcome copied = IndependentCopy.run(sourceSnapshot, received, marker);
+    try {
+      copied.orThrow(sourceSnapshot, received);
+      Lzc.destroySnapshots(List.of(received)).orThrow("destroy", received);
+      try (NvList properties = NvList.create()) {
+        properties.add(marker.property(), marker.value());
+        target.userProperties().forEach(properties::add);
+        target.compression().ifPresent(c -> properties.add("compression", c.index()));
+        setProperties(target.name(), properties);
+      }
+      DatasetProperties copy = properties(target.name());
+      if (!target.sparse()) {
+        long reservation =
+            reservation(
+                requireUsablePool(target.name()), target.size(), sourceBlockSize, copies(copy));
+        setProperties(target.name(), Map.of("refreservation", reservation));
+        copy = properties(target.name());
+      }
+      if (target.size() > copy.volumeSize()) {
+        resize(copy, target.size(), false);
+      }
+    } catch (RuntimeException e) {
+      if (copied.createdTarget()) { // only then is the target ours to remove
+        try {
+          Lzc.destroySnapshots(List.of(received));
+          retryWhileBusy(() -> Lzc.destroy(target.name())).orThrow("destroy", target.name());
+        } catch (RuntimeException undo) {
+          e.addSuppressed(undo);
+        }
+      }
+      throw e;
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Helpers
+
+  private DatasetProperties requireManagedVolume(String volume, String operation) {
+    DatasetProperties properties = properties(volume);
+    if (!properties.isVolume() || properties.isSnapshot()) {
+      throw notAVolume(properties);
+    }
+    requireManaged(properties, operation);
+    return properties;
+  }
+
+  private void requireManaged(DatasetProperties dataset, String operation) {
+    if (!marker.marks(dataset)) {
+      throw new ZfsRefusedException(
+          Reason.NOT_MANAGED,
+          dataset.name(),
+          "refusing to "
+              + operation
+              + " "
+              + dataset.name()
+              + ": it does not carry "
+              + marker
+              + " (not created by this manager)");
+    }
+  }
+
+  private static ZfsRefusedException notAVolume(DatasetProperties dataset) {
+    return new ZfsRefusedException(
+        Reason.NOT_A_VOLUME,
+        dataset.name(),
+        dataset.name() + " is a " + dataset.type().name().toLowerCase(java.util.Locale.ROOT)
+            + (dataset.isVolume() ? " of a volume" : "") + ", not a volume");
+  }
+
+  private static void requireBlockMultiple(long size, long blockSize) {
+    if (size % blockSize != 0) {
+      throw new IllegalArgumentException(
+          "size " + size + " is not a multiple of the volume block size " + blockSize);
+    }
+  }
+
+  /** Creates each missing ancestor of {@code dataset} below the pool, as canmount=off. */
+  private void createParents(String dataset) {
+    List<String> missing = new ArrayList<>();
+    for (String parent = DatasetNames.parent(dataset);
+        parent.contains("/") && !Lzc.exists(parent);
+        parent = DatasetNames.parent(parent)) {
+      missing.addFirst(parent);
+    }
+    for (String parent : missing) {
+      try (NvList properties = NvList.create().add("canmount", CANMOUNT_OFF)) {
+        Lzc.Result result = Lzc.create(parent, ZfsCore.LZC_DATSET_TYPE_ZFS(), properties);
+        if (result.errno() != ZfsErrors.EEXIST) { // another caller won the race: fine
+          result.orThrow("create parent", parent);
+        }
+      }
+    }
+  }
+
+  private static int copies(DatasetProperties dataset) {
+    return dataset.get("copies").filter(Property::numeric).map(p -> (int) p.asLong()).orElse(1);
+  }
+
+  private static long reservation(PoolConfig pool, long size, long blockSize, int copies) {
+    return VolumeReservation.of(
+        size, blockSize, copies, VolumeReservation.topLevelVdevs(pool.config()));
+  }
+
+  private void setProperties(String dataset, Map<String, ?> values) {
+    try (NvList properties = NvList.of(values)) {
+      setProperties(dataset, properties);
+    }
+  }
+
+  private void setProperties(String dataset, NvList properties) {
+    ZfsIoctls.orThrow(ioctls().setProperties(dataset, properties), "set properties of", dataset);
+  }
+
+  private static Lzc.Result retryWhileBusy(Supplier<Lzc.Result> call) {
+    long deadline = System.nanoTime() + BUSY_RETRY.toNanos();
+    while (true) {
+      Lzc.Result result = call.get();
+      if (result.errno() != ZfsErrors.EBUSY || System.nanoTime() - deadline >= 0) {
+        return result;
+      }
+      pause(BUSY_PAUSE);
+    }
+  }
+
+  private static void pause(Duration duration) {
+    try {
+      Thread.sleep(duration);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new ZfsException("wait", "(interrupted)", ZfsErrors.EINTR);
+    }
+  }
+
+  private ZfsIoctls ioctls() {
+    requireOpen();
+    return ioctls;
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("this Zfs instance is closed");
+    }
+  }
+
+  /** Closes this instance's descriptor on {@code /dev/zfs}. libzfs_core stays initialised. */
+  @Override
+  public void close() {
+    if (!closed) {
+      closed = true;
+      ioctls.close();
+    }
+  }
+}
