@@ -1525,6 +1525,128 @@ public class ZfsCore extends ZfsCore$shared {
         }
     }
 
+    private static class nvpair_value_uint32 {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("nvpair_value_uint32");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint32(const nvpair_t *, uint32_t *)
+     * }
+     */
+    public static FunctionDescriptor nvpair_value_uint32$descriptor() {
+        return nvpair_value_uint32.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint32(const nvpair_t *, uint32_t *)
+     * }
+     */
+    public static MethodHandle nvpair_value_uint32$handle() {
+        return nvpair_value_uint32.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint32(const nvpair_t *, uint32_t *)
+     * }
+     */
+    public static MemorySegment nvpair_value_uint32$address() {
+        return nvpair_value_uint32.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint32(const nvpair_t *, uint32_t *)
+     * }
+     */
+    public static int nvpair_value_uint32(MemorySegment x0, MemorySegment x1) {
+        var mh$ = nvpair_value_uint32.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("nvpair_value_uint32", x0, x1);
+            }
+            return (int)mh$.invokeExact(x0, x1);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class nvpair_value_int64 {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("nvpair_value_int64");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_int64(const nvpair_t *, int64_t *)
+     * }
+     */
+    public static FunctionDescriptor nvpair_value_int64$descriptor() {
+        return nvpair_value_int64.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_int64(const nvpair_t *, int64_t *)
+     * }
+     */
+    public static MethodHandle nvpair_value_int64$handle() {
+        return nvpair_value_int64.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_int64(const nvpair_t *, int64_t *)
+     * }
+     */
+    public static MemorySegment nvpair_value_int64$address() {
+        return nvpair_value_int64.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int nvpair_value_int64(const nvpair_t *, int64_t *)
+     * }
+     */
+    public static int nvpair_value_int64(MemorySegment x0, MemorySegment x1) {
+        var mh$ = nvpair_value_int64.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("nvpair_value_int64", x0, x1);
+            }
+            return (int)mh$.invokeExact(x0, x1);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class nvpair_value_uint64 {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             ZfsCore.C_INT,
@@ -1701,6 +1823,192 @@ public class ZfsCore extends ZfsCore$shared {
                 traceDowncall("nvpair_value_nvlist", x0, x1);
             }
             return (int)mh$.invokeExact(x0, x1);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class nvpair_value_uint64_array {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("nvpair_value_uint64_array");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint64_array(nvpair_t *, uint64_t **, uint_t *)
+     * }
+     */
+    public static FunctionDescriptor nvpair_value_uint64_array$descriptor() {
+        return nvpair_value_uint64_array.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint64_array(nvpair_t *, uint64_t **, uint_t *)
+     * }
+     */
+    public static MethodHandle nvpair_value_uint64_array$handle() {
+        return nvpair_value_uint64_array.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint64_array(nvpair_t *, uint64_t **, uint_t *)
+     * }
+     */
+    public static MemorySegment nvpair_value_uint64_array$address() {
+        return nvpair_value_uint64_array.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int nvpair_value_uint64_array(nvpair_t *, uint64_t **, uint_t *)
+     * }
+     */
+    public static int nvpair_value_uint64_array(MemorySegment x0, MemorySegment x1, MemorySegment x2) {
+        var mh$ = nvpair_value_uint64_array.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("nvpair_value_uint64_array", x0, x1, x2);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class nvpair_value_string_array {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("nvpair_value_string_array");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_string_array(nvpair_t *, const char ***, uint_t *)
+     * }
+     */
+    public static FunctionDescriptor nvpair_value_string_array$descriptor() {
+        return nvpair_value_string_array.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_string_array(nvpair_t *, const char ***, uint_t *)
+     * }
+     */
+    public static MethodHandle nvpair_value_string_array$handle() {
+        return nvpair_value_string_array.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_string_array(nvpair_t *, const char ***, uint_t *)
+     * }
+     */
+    public static MemorySegment nvpair_value_string_array$address() {
+        return nvpair_value_string_array.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int nvpair_value_string_array(nvpair_t *, const char ***, uint_t *)
+     * }
+     */
+    public static int nvpair_value_string_array(MemorySegment x0, MemorySegment x1, MemorySegment x2) {
+        var mh$ = nvpair_value_string_array.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("nvpair_value_string_array", x0, x1, x2);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class nvpair_value_nvlist_array {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("nvpair_value_nvlist_array");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_nvlist_array(nvpair_t *, nvlist_t ***, uint_t *)
+     * }
+     */
+    public static FunctionDescriptor nvpair_value_nvlist_array$descriptor() {
+        return nvpair_value_nvlist_array.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_nvlist_array(nvpair_t *, nvlist_t ***, uint_t *)
+     * }
+     */
+    public static MethodHandle nvpair_value_nvlist_array$handle() {
+        return nvpair_value_nvlist_array.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int nvpair_value_nvlist_array(nvpair_t *, nvlist_t ***, uint_t *)
+     * }
+     */
+    public static MemorySegment nvpair_value_nvlist_array$address() {
+        return nvpair_value_nvlist_array.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int nvpair_value_nvlist_array(nvpair_t *, nvlist_t ***, uint_t *)
+     * }
+     */
+    public static int nvpair_value_nvlist_array(MemorySegment x0, MemorySegment x1, MemorySegment x2) {
+        var mh$ = nvpair_value_nvlist_array.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("nvpair_value_nvlist_array", x0, x1, x2);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -7,7 +7,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.caravan.bindings.zfs.ZfsCore;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -201,10 +200,10 @@ public final class NvList implements AutoCloseable {
       check(ZfsCore.nvpair_value_int32(pair, out), "nvpair_value_int32");
       return (long) out.get(JAVA_INT, 0);
     } else if (type == ZfsCore.DATA_TYPE_UINT32()) {
-      invoke(NvArrays.UINT32, pair, out, null, "nvpair_value_uint32");
+      check(ZfsCore.nvpair_value_uint32(pair, out), "nvpair_value_uint32");
       return Integer.toUnsignedLong(out.get(JAVA_INT, 0));
     } else if (type == ZfsCore.DATA_TYPE_INT64()) {
-      invoke(NvArrays.INT64, pair, out, null, "nvpair_value_int64");
+      check(ZfsCore.nvpair_value_int64(pair, out), "nvpair_value_int64");
       return out.get(JAVA_LONG, 0);
     } else if (type == ZfsCore.DATA_TYPE_UINT64()) {
       check(ZfsCore.nvpair_value_uint64(pair, out), "nvpair_value_uint64");
@@ -216,13 +215,13 @@ public final class NvList implements AutoCloseable {
       check(ZfsCore.nvpair_value_nvlist(pair, out), "nvpair_value_nvlist");
       return read(out.get(C_POINTER, 0));
     } else if (type == ZfsCore.DATA_TYPE_UINT64_ARRAY()) {
-      invoke(NvArrays.UINT64_ARRAY, pair, out, count, "nvpair_value_uint64_array");
+      check(ZfsCore.nvpair_value_uint64_array(pair, out, count), "nvpair_value_uint64_array");
       int n = count.get(JAVA_INT, 0);
       return n == 0
           ? new long[0]
           : out.get(C_POINTER, 0).asSlice(0, 8L * n).toArray(JAVA_LONG);
     } else if (type == ZfsCore.DATA_TYPE_NVLIST_ARRAY()) {
-      invoke(NvArrays.NVLIST_ARRAY, pair, out, count, "nvpair_value_nvlist_array");
+      check(ZfsCore.nvpair_value_nvlist_array(pair, out, count), "nvpair_value_nvlist_array");
       int n = count.get(JAVA_INT, 0);
       List<Map<String, Object>> lists = new ArrayList<>(n);
       MemorySegment array = n == 0 ? MemorySegment.NULL : out.get(C_POINTER, 0);
@@ -231,7 +230,7 @@ public final class NvList implements AutoCloseable {
       }
       return List.copyOf(lists);
     } else if (type == ZfsCore.DATA_TYPE_STRING_ARRAY()) {
-      invoke(NvArrays.STRING_ARRAY, pair, out, count, "nvpair_value_string_array");
+      check(ZfsCore.nvpair_value_string_array(pair, out, count), "nvpair_value_string_array");
       int n = count.get(JAVA_INT, 0);
       List<String> strings = new ArrayList<>(n);
       MemorySegment array = n == 0 ? MemorySegment.NULL : out.get(C_POINTER, 0);
@@ -241,26 +240,6 @@ public final class NvList implements AutoCloseable {
       return List.copyOf(strings);
     }
     return null;
-  }
-
-  private static void invoke(
-      MethodHandle getter,
-      MemorySegment pair,
-      MemorySegment out,
-      MemorySegment count,
-      String operation) {
-    int error;
-    try {
-      error =
-          count == null
-              ? (int) getter.invokeExact(pair, out)
-              : (int) getter.invokeExact(pair, out, count);
-    } catch (RuntimeException | Error e) {
-      throw e;
-    } catch (Throwable t) {
-      throw new AssertionError("a downcall threw a checked exception", t);
-    }
-    check(error, operation);
   }
 
   static boolean isNull(MemorySegment pointer) {
