@@ -57,6 +57,7 @@ public final class Libc {
   private static final MethodHandle PWRITE =
       syscall("pwrite", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
   private static final MethodHandle RENAME = syscall("rename", JAVA_INT, ADDRESS, ADDRESS);
+  private static final MethodHandle PIPE2 = syscall("pipe2", JAVA_INT, ADDRESS, JAVA_INT);
   private static final MethodHandle STRERROR =
       LINKER.downcallHandle(
           LINKER.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
@@ -272,6 +273,19 @@ public final class Libc {
       MemorySegment cFrom = arena.allocateFrom(from.toString());
       MemorySegment cTo = arena.allocateFrom(to.toString());
       call(arena, state -> (int) RENAME.invokeExact(state, cFrom, cTo), "rename", from, to);
+    }
+  }
+
+  /** A pipe, both ends {@code O_CLOEXEC}: element 0 is the read end, element 1 the write end. */
+  public static Fd[] pipe() {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment fds = arena.allocate(JAVA_INT, 2);
+      int flags = LinuxUapi.O_CLOEXEC();
+      call(arena, state -> (int) PIPE2.invokeExact(state, fds, flags), "pipe2", "O_CLOEXEC");
+      return new Fd[] {
+        new Fd(fds.getAtIndex(JAVA_INT, 0), "pipe (read end)"),
+        new Fd(fds.getAtIndex(JAVA_INT, 1), "pipe (write end)")
+      };
     }
   }
 

@@ -1,20 +1,7 @@
 package dev.caravan.storage.internal.zfs;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-
-import dev.caravan.storage.SyscallException;
-import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
-import java.util.List;
+import dev.caravan.storage.internal.sys.Libc;
 
 /**
  * A kernel pipe, for streaming {@code lzc_send} into {@code lzc_receive} inside this process. Both
@@ -22,17 +9,6 @@ import java.util.List;
  * signal end-of-stream while the owner still closes everything in a finally block.
  */
 public final class Pipe implements AutoCloseable {
-  private static final Linker LINKER = Linker.nativeLinker();
-  private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-  private static final VarHandle ERRNO =
-      CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-  private static final MethodHandle PIPE2 =
-      LINKER.downcallHandle(
-          LINKER.defaultLookup().findOrThrow("pipe2"),
-          FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT),
-          Linker.Option.captureCallState("errno"));
-  private static final int O_CLOEXEC = 0x80000; // 02000000, asm-generic/fcntl.h
-
   private final Fd readEnd;
   private final Fd writeEnd;
   private boolean readClosed;
@@ -44,26 +20,8 @@ public final class Pipe implements AutoCloseable {
   }
 
   public static Pipe open() {
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment fds = arena.allocate(JAVA_INT, 2);
-      MemorySegment state = arena.allocate(CALL_STATE);
-      int result;
-      try {
-        result = (int) PIPE2.invokeExact(state, fds, O_CLOEXEC);
-      } catch (RuntimeException | Error e) {
-        throw e;
-      } catch (Throwable t) {
-        throw new AssertionError("a downcall threw a checked exception", t);
-      }
-      if (result == -1) {
-        int errno = (int) ERRNO.get(state, 0L);
-        throw new SyscallException(
-            errno, Errno.name(errno), ZfsErrors.describe(errno), "pipe2", List.of("O_CLOEXEC"));
-      }
-      return new Pipe(
-          new Fd(fds.getAtIndex(JAVA_INT, 0), "pipe (read end)"),
-          new Fd(fds.getAtIndex(JAVA_INT, 1), "pipe (write end)"));
-    }
+    Fd[] ends = Libc.pipe();
+    return new Pipe(ends[0], ends[1]);
   }
 
   public int readFd() {
