@@ -2,9 +2,12 @@ package dev.caravan.csi;
 
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.observe.ObserveSettings;
+import dev.caravan.csi.observe.Observability;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.server.VolumeLocks;
 import dev.caravan.csi.service.ControllerService;
@@ -31,42 +34,68 @@ public final class Plugin implements AutoCloseable {
    */
   public record Settings(
       String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
-      long maxVolumes, Map<String, String> options) {
+      long maxVolumes, Map<String, String> options, ObserveSettings observe) {
     public Settings {
       options = Map.copyOf(options);
+    }
+
+    /** Without the observe HTTP server and metrics. */
+    public Settings(
+        String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
+        long maxVolumes, Map<String, String> options) {
+      this(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, ObserveSettings.off());
     }
 
     public static Settings of(String driver, Path socket, String nodeId, Path dataDir) {
       return new Settings(driver, socket, nodeId, dataDir, dataDir.resolve("node"),
           IdentityService.defaultName(driver), 0, Map.of());
     }
+
+    public Settings withObserve(ObserveSettings o) {
+      return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, o);
+    }
   }
 
   private final Backend backend;
   private final CsiServer server;
   private final NodeEngine engine;
+  private final Observability observability;
 
-  private Plugin(Backend backend, CsiServer server, NodeEngine engine) {
+  private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability) {
     this.backend = backend;
     this.server = server;
     this.engine = engine;
+    this.observability = observability;
   }
 
   public static Plugin start(Settings s) throws IOException {
     Backend backend = Backends.open(s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options()));
+    Observability observability = null;
     try {
-      NodeEngine engine = new NodeEngine(backend.node(), NodeJournal.open(s.journalDir()));
+      NodeJournal journal = NodeJournal.open(s.journalDir());
+      observability = Observability.create(s, backend, journal);
+      NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
       List<String> findings = engine.reconcile();
       LOG.log(System.Logger.Level.INFO, "node journal: {0} volume(s) on this node, {1} finding(s)",
           engine.journal().all().size(), findings.size());
       findings.forEach(f -> LOG.log(System.Logger.Level.WARNING, "reconcile: {0}", f));
       VolumeLocks locks = new VolumeLocks();
+      ControllerBackend controller = observability.controller(backend);
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
-          new ControllerService(backend.controller(), locks, s.nodeId()),
-          new NodeService(engine, backend.controller(), locks, s.nodeId(), s.maxVolumes())));
-      return new Plugin(backend, server, engine);
+          new ControllerService(controller, locks, s.nodeId()),
+          new NodeService(engine, controller, locks, s.nodeId(), s.maxVolumes())), observability.interceptors());
+      try {
+        observability.start(controller);
+      } catch (IOException | RuntimeException e) {
+        server.shutdown(Duration.ofSeconds(1));
+        throw e;
+      }
+      return new Plugin(backend, server, engine, observability);
     } catch (IOException | RuntimeException e) {
+      if (observability != null) {
+        observability.close();
+      }
       backend.close();
       throw e;
     }
@@ -84,6 +113,11 @@ public final class Plugin implements AutoCloseable {
     return engine;
   }
 
+  /** Usage collector, metrics and the observe HTTP server. */
+  public Observability observability() {
+    return observability;
+  }
+
   public void awaitTermination() throws InterruptedException {
     server.awaitTermination();
   }
@@ -93,6 +127,7 @@ public final class Plugin implements AutoCloseable {
     try {
       server.shutdown(drain);
     } finally {
+      observability.close();
       backend.close();
     }
   }

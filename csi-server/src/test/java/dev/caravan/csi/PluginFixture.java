@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.function.Executable;
 
@@ -35,6 +36,8 @@ final class PluginFixture implements AutoCloseable {
   /** Nomad's mount root for this plugin: {@code <state_dir>/csi/monolith/<plugin-id>}. */
   final Path root;
   private Plugin plugin;
+  /** Adjusts the settings of every plugin this fixture starts (e.g. turns the observe API on). */
+  UnaryOperator<Plugin.Settings> customize = UnaryOperator.identity();
   private UnixChannel channel;
   IdentityGrpc.IdentityBlockingStub identity;
   ControllerGrpc.ControllerBlockingStub controller;
@@ -48,7 +51,12 @@ final class PluginFixture implements AutoCloseable {
   }
 
   static PluginFixture start() throws IOException {
+    return start(UnaryOperator.identity());
+  }
+
+  static PluginFixture start(UnaryOperator<Plugin.Settings> customize) throws IOException {
     PluginFixture f = new PluginFixture(Files.createTempDirectory("caravan-test-"));
+    f.customize = customize;
     f.startPlugin();
     return f;
   }
@@ -59,7 +67,7 @@ final class PluginFixture implements AutoCloseable {
   }
 
   void startPlugin() throws IOException {
-    plugin = Plugin.start(Plugin.Settings.of("file", socket, NODE, data));
+    plugin = Plugin.start(customize.apply(Plugin.Settings.of("file", socket, NODE, data)));
     connect();
   }
 

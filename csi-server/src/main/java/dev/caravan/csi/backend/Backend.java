@@ -1,5 +1,9 @@
 package dev.caravan.csi.backend;
 
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
 /**
  * One storage backend (file, local ZFS, qnap iSCSI): a controller half, a node half and a readiness
  * check. Chosen at start by {@code caravan serve --driver=...}.
@@ -14,6 +18,26 @@ public interface Backend extends AutoCloseable {
 
   /** Probe's answer: whether the backend can serve calls right now. */
   Readiness readiness();
+
+  /**
+   * Read-only evidence about one volume's backing object for the claim-chain inspector. The id has
+   * passed {@link ControllerBackend#checkVolumeId}. The default asks the controller; backends override
+   * it to show more (paths, properties, the attached device).
+   */
+  default BackendObject describe(String volumeId) {
+    Optional<VolumeInfo> info = controller().findVolume(volumeId);
+    return new BackendObject(driver(), Optional.empty(), info.isPresent(),
+        info.map(i -> Map.of("capacityBytes", Long.toString(i.capacityBytes()), "name", i.name()))
+            .orElse(Map.of()),
+        controller().listSnapshots().stream()
+            .filter(s -> s.sourceVolumeId().equals(volumeId)).map(SnapshotInfo::id).toList(),
+        Optional.empty());
+  }
+
+  /** The pools this backend allocates from, for the pool gauges; none by default. */
+  default List<PoolStatus> pools() {
+    return List.of();
+  }
 
   @Override
   default void close() {}

@@ -2,6 +2,10 @@ package dev.caravan.csi.cli;
 
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.observe.ObserveSettings;
+import dev.caravan.csi.observe.http.HttpSettings;
+import dev.caravan.csi.observe.nomad.NomadClient;
+import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.server.Endpoint;
 import dev.caravan.csi.service.IdentityService;
 import java.io.IOException;
@@ -14,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
@@ -30,7 +35,8 @@ import picocli.CommandLine.Option;
 final class ServeCommand implements Callable<Integer> {
   private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
   private static final Set<String> CONFIG_KEYS =
-      Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds");
+      Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds",
+          "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics");
 
   @Option(names = "--driver", description = "Backend: file, local or qnap (default: file).")
   String driver;
@@ -52,6 +58,25 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--drain-timeout", description = "How long SIGTERM waits for in-flight calls, in seconds (default: 10).")
   Long drainSeconds;
+
+  @Option(names = "--http-listen", description = "HOST:PORT of the usage/metrics/inspector HTTP server, or 'off'"
+      + " (default: 127.0.0.1:9633). A non-loopback address needs --http-token-file or mTLS.")
+  String httpListen;
+
+  @Option(names = "--http-token-file", description = "File holding the bearer token every HTTP request must carry.")
+  Path httpTokenFile;
+
+  @Option(names = "--http-tls-cert", description = "PEM certificate (chain) for HTTPS.")
+  Path httpTlsCert;
+
+  @Option(names = "--http-tls-key", description = "PEM PKCS#8 private key for HTTPS.")
+  Path httpTlsKey;
+
+  @Option(names = "--http-tls-client-ca", description = "PEM CA that HTTPS clients' certificates must chain to (mTLS).")
+  Path httpTlsClientCa;
+
+  @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
+  Boolean metrics;
 
   @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, and <driver>.* backend options.")
   Path config;
@@ -90,10 +115,17 @@ final class ServeCommand implements Callable<Integer> {
       }
     });
 
+    ObserveSettings observe;
+    try {
+      observe = observeSettings(file);
+    } catch (IllegalArgumentException | IOException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
     Plugin plugin;
     try {
-      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options));
-    } catch (IllegalArgumentException | IOException e) {
+      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe));
+    } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       System.err.println("caravan: cannot start: " + e.getMessage());
       return 1;
     }
@@ -105,6 +137,26 @@ final class ServeCommand implements Callable<Integer> {
     Runtime.getRuntime().addShutdownHook(hook);
     plugin.awaitTermination();
     return 0;
+  }
+
+  private ObserveSettings observeSettings(Map<String, String> file) throws IOException {
+    boolean metricsOn = metrics != null ? metrics : Boolean.parseBoolean(first(null, null, file.get("metrics"), "true"));
+    String listen = first(httpListen, null, file.get("http-listen"),
+        HttpSettings.DEFAULT_HOST + ":" + HttpSettings.DEFAULT_PORT);
+    Optional<NomadClient> nomad = NomadClient.fromEnvironment(System.getenv());
+    if (listen.equals("off")) {
+      return new ObserveSettings(metricsOn, Optional.empty(), UsageCollector.Settings.defaults(), nomad);
+    }
+    HttpSettings http = HttpSettings.parseListen(listen)
+        .withToken(path(httpTokenFile, file.get("http-token-file")))
+        .withTls(path(httpTlsCert, file.get("http-tls-cert")), path(httpTlsKey, file.get("http-tls-key")),
+            path(httpTlsClientCa, file.get("http-tls-client-ca")));
+    http.check();
+    return new ObserveSettings(metricsOn, Optional.of(http), UsageCollector.Settings.defaults(), nomad);
+  }
+
+  private static Optional<Path> path(Path flag, String file) {
+    return flag != null ? Optional.of(flag) : Optional.ofNullable(file).filter(f -> !f.isEmpty()).map(Path::of);
   }
 
   private static Map<String, String> readConfig(Path file) throws IOException {

@@ -29,6 +29,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
@@ -43,10 +44,16 @@ public final class NodeEngine {
 
   private final NodeBackend backend;
   private final NodeJournal journal;
+  private final NodeObserver observer;
 
   public NodeEngine(NodeBackend backend, NodeJournal journal) {
+    this(backend, journal, NodeObserver.NONE);
+  }
+
+  public NodeEngine(NodeBackend backend, NodeJournal journal, NodeObserver observer) {
     this.backend = backend;
     this.journal = journal;
+    this.observer = observer;
   }
 
   public NodeJournal journal() {
@@ -89,7 +96,7 @@ public final class NodeEngine {
         .withStagingPath(s.stagingPath());
     journal.put(intent);
     try {
-      Path device = backend.attach(s.volume());
+      Path device = timed("attach", () -> backend.attach(s.volume()));
       if (s.accessType() == AccessType.MOUNT) {
         mountFilesystem(id, device, s, fsType);
       }
@@ -104,12 +111,19 @@ public final class NodeEngine {
     FsType fs = FsType.parse(fsType)
         .orElseThrow(() -> CsiException.invalid("fs type '" + fsType + "' is not supported; supported: ext4, xfs"));
     FormatOutcome outcome;
+    long formatStart = System.nanoTime();
     try {
       outcome = Filesystems.formatIfEmpty(device, fs, List.of());
+      observer.operation("format", outcome == FormatOutcome.FORMATTED ? "formatted" : "existing",
+          System.nanoTime() - formatStart);
     } catch (DataPresentException e) {
+      observer.operation("format", "refused", System.nanoTime() - formatStart);
       throw CsiException.failedPrecondition(
           "refusing to format " + device + " for volume " + id + " as " + fsType + ": it already holds "
               + e.found());
+    } catch (RuntimeException e) {
+      observer.operation("format", "error", System.nanoTime() - formatStart);
+      throw e;
     }
     // The volume may have grown while it was not staged (Nomad sends no NodeExpand then). ext4 is
     // grown before it is mounted, which needs no CAP_SYS_RESOURCE (unless another usage of the
@@ -128,10 +142,11 @@ public final class NodeEngine {
       // a clone while its source is mounted.
       data = data.isEmpty() ? "nouuid" : data + ",nouuid";
     }
-    Mounts.mount(device, s.stagingPath(), fs.id(), flags, data);
+    String mountData = data;
+    timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
     if (growOnline) {
       try {
-        Filesystems.grow(s.stagingPath());
+        timedRun("grow", () -> Filesystems.grow(s.stagingPath()));
       } catch (StorageException e) {
         LOG.log(System.Logger.Level.WARNING, "could not grow the filesystem of " + id + " at stage", e);
       }
@@ -182,11 +197,12 @@ public final class NodeEngine {
     }
     try {
       if (c.accessType() == AccessType.MOUNT) {
-        Mounts.unmount(stagingPath);
+        observer.releasing(volumeId, stagingPath);
+        timed("unmount", () -> Mounts.unmount(stagingPath));
       }
       StagedVolume remaining = c.withoutStagingPath(stagingPath);
       if (remaining.stagingPaths().isEmpty()) {
-        backend.detach(c.ref());
+        timedRun("detach", () -> backend.detach(c.ref()));
         journal.remove(volumeId);
       } else {
         journal.put(remaining);
@@ -239,12 +255,12 @@ public final class NodeEngine {
     try {
       if (p.accessType() == AccessType.MOUNT) {
         created = createDirectory(p.target());
-        Mounts.bind(p.stagingPath(), p.target(), p.readOnly());
+        timedRun("bind", () -> Mounts.bind(p.stagingPath(), p.target(), p.readOnly()));
       } else {
         Path device = c.device().orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " has no device recorded; stage it again"));
         created = createFile(p.target());
-        Mounts.bind(device, p.target(), p.readOnly());
+        timedRun("bind", () -> Mounts.bind(device, p.target(), p.readOnly()));
       }
     } catch (RuntimeException e) {
       try {
@@ -270,7 +286,7 @@ public final class NodeEngine {
               "volume " + volumeId + " is not published at target_path " + target + " (the mount there, from "
                   + mount.get().source() + ", was not made by this plugin for this volume)");
         }
-        while (MountTable.isMountPoint(target) && Mounts.unmount(target)) {
+        while (MountTable.isMountPoint(target) && timed("unmount", () -> Mounts.unmount(target))) {
           // a target can carry the same bind twice after a crash between mount and journal; undo all
         }
       }
@@ -343,7 +359,7 @@ public final class NodeEngine {
             : c.stagingPaths().stream().filter(MountTable::isMountPoint).findFirst()
                 .orElseThrow(() -> CsiException.failedPrecondition(
                     "volume " + volumeId + " has no mounted filesystem on this node to grow"));
-        Filesystems.grow(mounted);
+        timedRun("grow", () -> Filesystems.grow(mounted));
       }
       return c.device().map(BlockDevices::size).orElse(0L);
     } catch (CsiException e) {
@@ -449,6 +465,26 @@ public final class NodeEngine {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create target file " + file, e);
     }
+  }
+
+  /** Runs one host operation, telling the observer how long it took and how it ended. */
+  private <T> T timed(String op, Supplier<T> body) {
+    long start = System.nanoTime();
+    try {
+      T result = body.get();
+      observer.operation(op, "ok", System.nanoTime() - start);
+      return result;
+    } catch (RuntimeException e) {
+      observer.operation(op, "error", System.nanoTime() - start);
+      throw e;
+    }
+  }
+
+  private void timedRun(String op, Runnable body) {
+    timed(op, () -> {
+      body.run();
+      return Boolean.TRUE;
+    });
   }
 
   private static RuntimeException translate(RuntimeException e) {

@@ -91,8 +91,22 @@ public final class NodeJournal {
     entries.remove(volumeId);
   }
 
+  /**
+   * The record as it is on disk now, read afresh (the inspector compares it with the in-memory copy);
+   * empty if there is no file.
+   */
+  public Optional<StagedVolume> readFromDisk(String volumeId) {
+    try {
+      return Optional.of(decode(Files.readAllBytes(file(volumeId))));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the journal record of " + volumeId, e);
+    }
+  }
+
   /** File name for a volume id: anything outside [A-Za-z0-9_-] is percent-encoded, so no id escapes the directory. */
-  Path file(String volumeId) {
+  public Path file(String volumeId) {
     StringBuilder name = new StringBuilder();
     for (byte b : volumeId.getBytes(StandardCharsets.UTF_8)) {
       char c = (char) (b & 0xff);

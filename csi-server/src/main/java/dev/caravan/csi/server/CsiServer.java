@@ -2,6 +2,7 @@ package dev.caravan.csi.server;
 
 import io.grpc.BindableService;
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
@@ -18,6 +19,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -48,6 +50,15 @@ public final class CsiServer implements AutoCloseable {
 
   /** Binds {@code socket} and starts serving the given services behind the standard interceptors. */
   public static CsiServer start(Path socket, List<BindableService> services) throws IOException {
+    return start(socket, services, List.of());
+  }
+
+  /**
+   * As {@link #start(Path, List)}, with {@code outer} interceptors around the standard ones (the
+   * first listed runs first), e.g. metrics.
+   */
+  public static CsiServer start(Path socket, List<BindableService> services, List<ServerInterceptor> outer)
+      throws IOException {
     if (!Epoll.isAvailable()) {
       throw new IOException("Netty epoll transport unavailable: " + Epoll.unavailabilityCause());
     }
@@ -63,8 +74,9 @@ public final class CsiServer implements AutoCloseable {
             .executor(executor);
     for (BindableService service : services) {
       // Interceptors run last-added-first: the error guard sits innermost, the log line outermost.
-      builder.addService(
-          ServerInterceptors.intercept(service, new ErrorInterceptor(), new CallLogInterceptor()));
+      List<ServerInterceptor> chain = new ArrayList<>(List.of(new ErrorInterceptor(), new CallLogInterceptor()));
+      chain.addAll(outer.reversed());
+      builder.addService(ServerInterceptors.intercept(service, chain));
     }
     Server server = builder.build();
     try {

@@ -1,12 +1,25 @@
 package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Readiness;
+import dev.caravan.csi.backend.file.Records.SnapshotRecord;
+import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.storage.block.LoopDevice;
+import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.file.SparseFiles;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
 
 /** The {@code file} backend: sparse files under a data directory, attached through loop devices. */
 public final class FileBackend implements Backend {
@@ -50,5 +63,61 @@ public final class FileBackend implements Backend {
       return Readiness.notReady("/dev/loop-control is missing: no loop device support");
     }
     return Readiness.ready("data directory " + store.dataDir());
+  }
+
+  @Override
+  public BackendObject describe(String volumeId) {
+    Path image = store.volumeImage(volumeId);
+    Map<String, String> props = new TreeMap<>();
+    Optional<VolumeRecord> record = store.readVolume(volumeId);
+    record.ifPresent(r -> {
+      props.put("record.state", r.state().name());
+      props.put("record.name", r.name());
+      props.put("record.sizeBytes", Long.toString(r.sizeBytes()));
+      props.put("record.fsType", r.fsType());
+      props.put("record.createdAt", r.createdAt().toString());
+      r.source().ifPresent(src -> props.put("record.source", src.kind().name().toLowerCase(Locale.ROOT) + ":" + src.id()));
+    });
+    boolean exists = Files.exists(image, LinkOption.NOFOLLOW_LINKS);
+    Optional<Path> device = Optional.empty();
+    if (exists) {
+      try {
+        props.put("image.sizeBytes", Long.toString(Files.size(image)));
+        props.put("image.allocatedBytes", Long.toString(SparseFiles.allocatedBytes(image)));
+      } catch (IOException | RuntimeException e) {
+        props.put("image.error", String.valueOf(e.getMessage()));
+      }
+      try {
+        device = LoopDevices.find(image).map(LoopDevice::device);
+      } catch (RuntimeException e) { // a vanished image or an unreadable loop status: evidence, not failure
+        props.put("loop.error", String.valueOf(e.getMessage()));
+      }
+    }
+    if (!exists) {
+      device = loopOfDeletedImage(image);
+      device.ifPresent(d -> props.put("loop.backingFile", image + " (deleted)"));
+    }
+    if (Files.exists(FileStore.partial(image), LinkOption.NOFOLLOW_LINKS)) {
+      props.put("image.partial", FileStore.partial(image).toString());
+    }
+    return new BackendObject("file", Optional.of(image.toString()), exists, props,
+        store.snapshots().stream().filter(sn -> sn.sourceVolumeId().equals(volumeId)).map(SnapshotRecord::id).toList(),
+        device);
+  }
+
+  /** A loop device still mapping {@code image} after the file was deleted (sysfs shows "(deleted)"). */
+  private static Optional<Path> loopOfDeletedImage(Path image) {
+    String wanted = image + " (deleted)";
+    try (DirectoryStream<Path> loops = Files.newDirectoryStream(Path.of("/sys/block"), "loop*")) {
+      for (Path loop : loops) {
+        Path backing = loop.resolve("loop/backing_file");
+        if (Files.isReadable(backing) && Files.readString(backing).strip().equals(wanted)) {
+          return Optional.of(Path.of("/dev").resolve(loop.getFileName().toString()));
+        }
+      }
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+    return Optional.empty();
   }
 }

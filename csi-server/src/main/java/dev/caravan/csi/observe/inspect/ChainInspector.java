@@ -1,0 +1,366 @@
+package dev.caravan.csi.observe.inspect;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendObject;
+import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.node.StagedVolume;
+import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.observe.NomadPaths;
+import dev.caravan.csi.observe.stats.UsageCollector;
+import dev.caravan.csi.observe.stats.VolumeUsage;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.fs.FsStats;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * The claim-chain inspector: for one volume, what this plugin can see at every layer (backend
+ * object, attachment, staging mounts, publish mounts, the node journal on disk and in memory), each
+ * with its state and evidence, and every disagreement as a {@link Finding}. It only reads: the
+ * mount table, sysfs, the journal file, the backend's {@link Backend#describe}. It never changes
+ * anything.
+ */
+public final class ChainInspector {
+  /** Mount option keys whose values are never shown (network filesystems put credentials there). */
+  private static final Pattern SECRET_OPTION =
+      Pattern.compile("(?i)(pass|secret|token|key|cred|auth|user(name)?)[^=]*");
+
+  private final String nodeId;
+  private final Backend backend;
+  private final NodeJournal journal;
+  private final UsageCollector usage;
+  private final Clock clock;
+
+  public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock) {
+    this.nodeId = nodeId;
+    this.backend = backend;
+    this.journal = journal;
+    this.usage = usage;
+    this.clock = clock;
+  }
+
+  /** The whole chain of one volume; the id has passed the backend's syntax check. */
+  public Chain inspect(String volumeId) {
+    List<MountEntry> mounts = MountTable.read();
+    List<Finding> findings = new ArrayList<>();
+    Optional<StagedVolume> memory = journal.get(volumeId);
+    Optional<StagedVolume> readBack;
+    String diskError = null;
+    try {
+      readBack = journal.readFromDisk(volumeId);
+    } catch (RuntimeException e) {
+      readBack = Optional.empty();
+      diskError = e.getMessage();
+    }
+    Optional<StagedVolume> disk = readBack;
+    BackendObject object = backend.describe(volumeId);
+    Optional<StagedVolume> record = memory.or(() -> disk);
+
+    // ---- journal ----
+    Map<String, Object> journalEvidence = new LinkedHashMap<>();
+    journalEvidence.put("file", journal.file(volumeId).toString());
+    journalEvidence.put("in_memory", memory.map(ChainInspector::recordJson));
+    journalEvidence.put("on_disk", disk.map(ChainInspector::recordJson));
+    if (diskError != null) {
+      journalEvidence.put("read_error", diskError);
+    }
+    String journalState;
+    if (memory.isPresent() && disk.isEmpty()) {
+      journalState = "missing-on-disk";
+      findings.add(Finding.error("journal-record-missing",
+          "The plugin has volume " + volumeId + " in memory as staged, but its journal record "
+              + journal.file(volumeId) + " is gone from disk. After a plugin restart it would forget this"
+              + " volume and leave its mounts and device behind.",
+          "ls -l " + journal.dir() + "  # find out who removed the record; to repair, unpublish and unstage"
+              + " through Nomad (nomad alloc stop <alloc>) while this plugin is still running"));
+    } else if (memory.isEmpty() && disk.isPresent()) {
+      journalState = "on-disk-only";
+      findings.add(Finding.warning("journal-not-loaded",
+          "A journal record for " + volumeId + " appeared on disk after the plugin started; the plugin does"
+              + " not act on it until it restarts.",
+          "cat " + journal.file(volumeId)));
+    } else if (memory.isPresent() && !memory.equals(disk)) {
+      journalState = "differs";
+      findings.add(Finding.warning("journal-differs",
+          "The journal record on disk differs from the plugin's in-memory copy for " + volumeId + ".",
+          "cat " + journal.file(volumeId)));
+    } else {
+      journalState = memory.isPresent() ? "ok" : "absent";
+    }
+
+    // ---- backend object ----
+    Map<String, Object> backendEvidence = new LinkedHashMap<>();
+    backendEvidence.put("kind", object.kind());
+    backendEvidence.put("location", object.location());
+    backendEvidence.put("exists", object.exists());
+    backendEvidence.put("properties", object.properties());
+    backendEvidence.put("snapshots", object.snapshots());
+    backendEvidence.put("attached_device", object.attachedDevice().map(Path::toString));
+    String backendState = object.exists() ? "ok" : "missing";
+    if (!object.exists() && record.isPresent()) {
+      findings.add(Finding.error("backend-object-missing",
+          "The journal says " + volumeId + " is staged here, but its backing " + object.kind() + " "
+              + object.location().orElse("object") + " does not exist.",
+          "ls -l " + object.location().orElse(journal.dir().toString())
+              + "  # then stop the allocations using the volume (nomad volume status <volume>)"));
+    }
+    if (!object.exists() && object.attachedDevice().isPresent()) {
+      findings.add(Finding.error("device-for-deleted-volume",
+          "Device " + object.attachedDevice().get() + " is still attached for " + volumeId + ", whose backing "
+              + object.kind() + " has been deleted.",
+          "findmnt --source " + object.attachedDevice().get() + "  # if nothing uses it: losetup -d "
+              + object.attachedDevice().get()));
+    }
+
+    // ---- attachment ----
+    Optional<Path> recordedDevice = record.flatMap(StagedVolume::device);
+    Optional<Path> device = recordedDevice.or(object::attachedDevice);
+    Map<String, Object> attachEvidence = new LinkedHashMap<>();
+    attachEvidence.put("recorded_device", recordedDevice.map(Path::toString));
+    attachEvidence.put("backend_sees", object.attachedDevice().map(Path::toString));
+    Optional<String> majorMinor = Optional.empty();
+    String attachState;
+    if (device.isEmpty()) {
+      attachState = "absent";
+    } else {
+      Path d = device.get();
+      boolean present = Files.exists(d);
+      attachEvidence.put("device", d.toString());
+      attachEvidence.put("device_exists", present);
+      if (present) {
+        try {
+          majorMinor = Optional.of(BlockDevices.majorMinor(d));
+          attachEvidence.put("major_minor", majorMinor.get());
+          attachEvidence.put("size_bytes", BlockDevices.size(d));
+        } catch (RuntimeException e) {
+          attachEvidence.put("error", e.getMessage());
+        }
+      }
+      Path sys = Path.of("/sys/class/block").resolve(d.getFileName().toString());
+      attachEvidence.put("holders", listNames(sys.resolve("holders")));
+      readSys(sys.resolve("loop/backing_file")).ifPresent(b -> attachEvidence.put("loop_backing_file", b));
+      String mm = majorMinor.orElse("");
+      attachEvidence.put("mounted_at", mounts.stream().filter(m -> m.majorMinor().equals(mm))
+          .map(m -> m.mountPoint().toString()).toList());
+      boolean backendAgrees = object.attachedDevice().map(d::equals).orElse(false);
+      attachState = present && backendAgrees ? "ok" : "detached";
+      if (recordedDevice.isPresent() && !backendAgrees) {
+        findings.add(Finding.error("device-detached",
+            "The journal records " + d + " as the device of " + volumeId + ", but "
+                + (object.attachedDevice().isPresent()
+                    ? "the backend finds it attached as " + object.attachedDevice().get()
+                    : "no device is attached for it any more" + (present ? " (" + d + " now maps something else"
+                        + readSys(sys.resolve("loop/backing_file")).map(b -> ": " + b).orElse(" or nothing") + ")" : ""))
+                + ". Its mounts can no longer reach the data reliably.",
+            "losetup --list | grep " + volumeId + "; findmnt --source " + d
+                + "  # then restart the allocations so Nomad unstages and stages the volume again"));
+      }
+      if (record.isEmpty() && object.attachedDevice().isPresent()) {
+        findings.add(Finding.warning("device-without-record",
+            "Device " + d + " is attached for " + volumeId + " but this node's journal has no record of the volume:"
+                + " the plugin will never detach it by itself.",
+            "findmnt --source " + d + "  # if nothing uses it: losetup -d " + d));
+      }
+    }
+
+    // ---- staging mounts ----
+    List<Map<String, Object>> staging = new ArrayList<>();
+    Set<Path> recordedPaths = record.map(r -> {
+      Set<Path> paths = new java.util.HashSet<>(r.stagingPaths());
+      r.targets().forEach(t -> paths.add(t.target()));
+      return paths;
+    }).orElse(Set.of());
+    Optional<VolumeUsage> figures = usage.get(volumeId);
+    for (Path p : record.map(StagedVolume::stagingPaths).orElse(List.of())) {
+      Map<String, Object> s = new LinkedHashMap<>();
+      s.put("path", p.toString());
+      NomadPaths.fromStagingPath(p).ifPresent(n -> {
+        s.put("nomad_namespace", n.namespace());
+        s.put("nomad_volume_id", n.volumeId());
+      });
+      Optional<MountEntry> m = mountAt(mounts, p);
+      s.put("mount", m.map(ChainInspector::mountJson));
+      boolean block = record.get().accessType() == AccessType.BLOCK;
+      String state;
+      if (block) {
+        state = "block (no staging mount)";
+      } else if (m.isEmpty()) {
+        state = "not-mounted";
+        findings.add(Finding.error("staging-not-mounted",
+            "The journal says " + volumeId + " is staged at " + p + ", but nothing is mounted there (unmounted"
+                + " behind the plugin's back, or the host rebooted). Allocations using it see an empty directory"
+                + " or fail.",
+            "findmnt --mountpoint " + p + "; dmesg | tail -n 50  # then restart the allocations"
+                + allocHint(record.get()) + " so Nomad stages the volume again"));
+      } else if (majorMinor.isPresent() && !m.get().majorMinor().equals(majorMinor.get())) {
+        state = "wrong-device";
+        findings.add(Finding.error("staging-wrong-device",
+            "Something else is mounted at " + p + " (" + m.get().source() + ", device " + m.get().majorMinor()
+                + ") instead of " + volumeId + "'s device " + device.map(Path::toString).orElse("?") + ".",
+            "findmnt --mountpoint " + p));
+      } else {
+        state = "ok";
+        figures.flatMap(VolumeUsage::fs).filter(f -> figures.flatMap(VolumeUsage::mountedAt).equals(Optional.of(p)))
+            .ifPresent(f -> s.put("usage", usageJson(f)));
+      }
+      s.put("state", state);
+      staging.add(s);
+    }
+
+    // ---- publish mounts ----
+    List<Map<String, Object>> published = new ArrayList<>();
+    for (Published t : record.map(StagedVolume::targets).orElse(List.of())) {
+      Map<String, Object> s = new LinkedHashMap<>();
+      s.put("path", t.target().toString());
+      s.put("allocation_id", NomadPaths.allocationId(t.target()));
+      s.put("staging_path", t.stagingPath().toString());
+      s.put("read_only", t.readOnly());
+      Optional<MountEntry> m = mountAt(mounts, t.target());
+      s.put("mount", m.map(ChainInspector::mountJson));
+      String state = m.isEmpty() ? "not-mounted" : m.get().readOnly() != t.readOnly() ? "wrong-mode" : "ok";
+      if (m.isEmpty()) {
+        findings.add(Finding.warning("publish-not-mounted",
+            "The journal says " + volumeId + " is published at " + t.target() + NomadPaths.allocationId(t.target())
+                .map(a -> " (allocation " + a + ")").orElse("") + ", but nothing is mounted there.",
+            NomadPaths.allocationId(t.target()).map(a -> "nomad alloc status " + a).orElse("findmnt --mountpoint " + t.target())));
+      } else if (!state.equals("ok")) {
+        findings.add(Finding.warning("publish-wrong-mode",
+            t.target() + " is mounted " + (m.get().readOnly() ? "read-only" : "read-write") + " but was published "
+                + (t.readOnly() ? "read-only" : "read-write") + ".",
+            "findmnt --mountpoint " + t.target()));
+      }
+      s.put("state", state);
+      published.add(s);
+    }
+
+    // ---- mounts of the device that no record explains ----
+    List<Map<String, Object>> unrecorded = new ArrayList<>();
+    if (majorMinor.isPresent()) {
+      String mm = majorMinor.get();
+      for (MountEntry m : mounts) {
+        if (m.majorMinor().equals(mm) && !recordedPaths.contains(m.mountPoint())) {
+          unrecorded.add(mountJson(m));
+          findings.add(Finding.error("mount-without-record",
+              m.mountPoint() + " mounts " + volumeId + "'s device " + device.get() + " but the node journal has no"
+                  + " record of it" + (record.isEmpty() ? " (no record of the volume at all)" : "")
+                  + ": the plugin will not unmount it, and NodeUnstage cannot finish while it exists.",
+              "fuser -vm " + m.mountPoint() + "  # if no process uses it: umount " + m.mountPoint()));
+        }
+      }
+    }
+
+    boolean known = object.exists() || record.isPresent() || device.isPresent();
+    Map<String, Object> layers = new LinkedHashMap<>();
+    layers.put("backend", layer(backendState, backendEvidence));
+    layers.put("attachment", layer(attachState, attachEvidence));
+    layers.put("staging", staging);
+    layers.put("published", published);
+    layers.put("unrecorded_mounts", unrecorded);
+    layers.put("journal", layer(journalState, journalEvidence));
+    return new Chain(volumeId, nodeId, known, clock.instant().toString(), layers, List.copyOf(findings));
+  }
+
+  private static String allocHint(StagedVolume v) {
+    List<String> allocs = v.targets().stream().map(t -> NomadPaths.allocationId(t.target()))
+        .flatMap(Optional::stream).distinct().toList();
+    return allocs.isEmpty() ? "" : " (nomad alloc restart " + String.join(", ", allocs) + ")";
+  }
+
+  private static Optional<MountEntry> mountAt(List<MountEntry> mounts, Path p) {
+    MountEntry last = null;
+    for (MountEntry m : mounts) {
+      if (m.mountPoint().equals(p)) {
+        last = m; // the topmost mount at a path is the last one listed
+      }
+    }
+    return Optional.ofNullable(last);
+  }
+
+  private static Map<String, Object> layer(String state, Map<String, Object> evidence) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("state", state);
+    m.put("evidence", evidence);
+    return m;
+  }
+
+  private static Map<String, Object> recordJson(StagedVolume v) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("access_type", v.accessType().name().toLowerCase(Locale.ROOT));
+    m.put("fs_type", v.fsType());
+    m.put("mount_flags", v.mountFlags().stream().map(ChainInspector::redactOption).toList());
+    m.put("device", v.device().map(Path::toString));
+    m.put("staging_paths", v.stagingPaths().stream().map(Path::toString).toList());
+    m.put("targets", v.targets().stream().map(t -> Map.of("path", t.target().toString(), "staging_path",
+        t.stagingPath().toString(), "read_only", t.readOnly())).toList());
+    return m;
+  }
+
+  static Map<String, Object> mountJson(MountEntry e) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("mount_point", e.mountPoint().toString());
+    m.put("source", e.source());
+    m.put("fs_type", e.fsType());
+    m.put("major_minor", e.majorMinor());
+    m.put("root", e.root());
+    m.put("options", redactOptions(e.mountOptions()));
+    m.put("super_options", redactOptions(e.superOptions()));
+    m.put("read_only", e.readOnly());
+    return m;
+  }
+
+  private static Map<String, Object> usageJson(FsStats f) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("total_bytes", f.totalBytes());
+    m.put("used_bytes", f.usedBytes());
+    m.put("available_bytes", f.availableBytes());
+    return m;
+  }
+
+  /** {@code user=bob,password=x,ro} becomes {@code user=<redacted>,password=<redacted>,ro}. */
+  static String redactOptions(String options) {
+    return java.util.Arrays.stream(options.split(",", -1)).map(ChainInspector::redactOption)
+        .collect(Collectors.joining(","));
+  }
+
+  private static String redactOption(String option) {
+    int eq = option.indexOf('=');
+    if (eq > 0 && SECRET_OPTION.matcher(option.substring(0, eq)).matches()) {
+      return option.substring(0, eq) + "=<redacted>";
+    }
+    return option;
+  }
+
+  private static List<String> listNames(Path dir) {
+    List<String> names = new ArrayList<>();
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+      entries.forEach(p -> names.add(p.getFileName().toString()));
+    } catch (IOException e) {
+      // no such device, or no holders directory: nothing holds it
+    }
+    names.sort(null);
+    return names;
+  }
+
+  private static Optional<String> readSys(Path file) {
+    try {
+      return Optional.of(Files.readString(file).strip());
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+  }
+}

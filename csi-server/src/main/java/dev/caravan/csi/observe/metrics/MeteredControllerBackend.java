@@ -1,0 +1,131 @@
+package dev.caravan.csi.observe.metrics;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CapacityReport;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * A {@link ControllerBackend} that reports its mutating operations to {@link Metrics}: create (or
+ * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow; outcome
+ * ok, or the failure kind in lower case (not_found, failed_precondition...), or error.
+ */
+public final class MeteredControllerBackend implements ControllerBackend {
+  private final ControllerBackend delegate;
+  private final Metrics metrics;
+  private final String backend;
+
+  public MeteredControllerBackend(ControllerBackend delegate, Metrics metrics, String backend) {
+    this.delegate = delegate;
+    this.metrics = metrics;
+    this.backend = backend;
+  }
+
+  private <T> T timed(String op, Supplier<T> body) {
+    long start = System.nanoTime();
+    String outcome = "error";
+    try {
+      T result = body.get();
+      outcome = "ok";
+      return result;
+    } catch (CsiException e) {
+      outcome = e.kind().name().toLowerCase(Locale.ROOT);
+      throw e;
+    } finally {
+      metrics.backendOperation(backend, op, outcome, System.nanoTime() - start);
+    }
+  }
+
+  @Override
+  public Set<String> knownParameters() {
+    return delegate.knownParameters();
+  }
+
+  @Override
+  public Set<String> knownSnapshotParameters() {
+    return delegate.knownSnapshotParameters();
+  }
+
+  @Override
+  public void checkVolumeId(String field, String id) {
+    delegate.checkVolumeId(field, id);
+  }
+
+  @Override
+  public void checkSnapshotId(String field, String id) {
+    delegate.checkSnapshotId(field, id);
+  }
+
+  @Override
+  public VolumeInfo createVolume(VolumeRequest request) {
+    return timed(request.source().isPresent() ? "clone" : "create", () -> delegate.createVolume(request));
+  }
+
+  @Override
+  public void deleteVolume(String volumeId) {
+    timed("destroy", () -> {
+      delegate.deleteVolume(volumeId);
+      return Boolean.TRUE;
+    });
+  }
+
+  @Override
+  public Optional<VolumeInfo> findVolume(String volumeId) {
+    return delegate.findVolume(volumeId);
+  }
+
+  @Override
+  public Optional<VolumeStatus> volumeStatus(String volumeId) {
+    return delegate.volumeStatus(volumeId);
+  }
+
+  @Override
+  public List<VolumeInfo> listVolumes() {
+    return delegate.listVolumes();
+  }
+
+  @Override
+  public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
+    return timed("snapshot", () -> delegate.createSnapshot(sourceVolumeId, name, parameters));
+  }
+
+  @Override
+  public void deleteSnapshot(String snapshotId) {
+    timed("snapshot_destroy", () -> {
+      delegate.deleteSnapshot(snapshotId);
+      return Boolean.TRUE;
+    });
+  }
+
+  @Override
+  public Optional<SnapshotInfo> findSnapshot(String snapshotId) {
+    return delegate.findSnapshot(snapshotId);
+  }
+
+  @Override
+  public List<SnapshotInfo> listSnapshots() {
+    return delegate.listSnapshots();
+  }
+
+  @Override
+  public ExpandResult expandVolume(String volumeId, CapacityRange range, AccessType accessType) {
+    return timed("grow", () -> delegate.expandVolume(volumeId, range, accessType));
+  }
+
+  @Override
+  public CapacityReport capacity(Map<String, String> parameters) {
+    return delegate.capacity(parameters);
+  }
+}

@@ -1,0 +1,31 @@
+package dev.caravan.csi.observe.metrics;
+
+import dev.caravan.csi.node.NodeObserver;
+
+/**
+ * The instrumentation hooks the plugin calls on its hot paths: one RPC finished, one node host
+ * operation finished, one backend operation finished. {@link #NONE} does nothing, so a plugin with
+ * metrics disabled pays one interface call per hook and nothing else.
+ */
+public interface Metrics extends NodeObserver {
+  Metrics NONE = new Metrics() {
+    @Override
+    public void rpc(String method, String code, long nanos) {}
+
+    @Override
+    public void backendOperation(String backend, String op, String outcome, long nanos) {}
+
+    @Override
+    public boolean enabled() {
+      return false;
+    }
+  };
+
+  boolean enabled();
+
+  /** One gRPC call ended with {@code code} (e.g. OK, NOT_FOUND) after {@code nanos}. */
+  void rpc(String method, String code, long nanos);
+
+  /** One backend operation (create, destroy, snapshot, snapshot_destroy, clone, grow) ended. */
+  void backendOperation(String backend, String op, String outcome, long nanos);
+}

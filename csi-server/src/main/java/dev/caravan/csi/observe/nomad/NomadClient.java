@@ -1,0 +1,263 @@
+package dev.caravan.csi.observe.nomad;
+
+import dev.caravan.csi.observe.Json;
+import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.URLEncoder;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+
+/**
+ * A minimal client of Nomad's HTTP API through the task API socket ({@code $NOMAD_SECRETS_DIR/api.sock},
+ * which always requires a token: the task's workload identity from {@code $NOMAD_SECRETS_DIR/nomad_token}
+ * or {@code $NOMAD_TOKEN}). Plain HTTP/1.1, one request per connection, content-length or chunked
+ * answers. Only what Caravan needs: {@code GET /v1/volume/csi/:id?namespace=} (Read CSI Volume). The
+ * token is sent as {@code Authorization: Bearer} and never logged or put in an error message.
+ */
+public final class NomadClient {
+  private static final int MAX_BODY = 8 << 20;
+
+  private final Path socket;
+  private final Supplier<Optional<String>> token;
+  private final Duration timeout;
+  private final ExecutorService io = Executors.newVirtualThreadPerTaskExecutor();
+
+  public NomadClient(Path socket, Supplier<Optional<String>> token, Duration timeout) {
+    this.socket = socket;
+    this.token = token;
+    this.timeout = timeout;
+  }
+
+  /**
+   * The task API from the environment a Nomad task sees: the socket and token file under
+   * {@code NOMAD_SECRETS_DIR}, or {@code NOMAD_TOKEN}; empty when not running as a Nomad task.
+   */
+  public static Optional<NomadClient> fromEnvironment(Map<String, String> env) {
+    String secrets = env.get("NOMAD_SECRETS_DIR");
+    if (secrets == null || secrets.isEmpty()) {
+      return Optional.empty();
+    }
+    Path dir = Path.of(secrets);
+    String envToken = env.get("NOMAD_TOKEN");
+    return Optional.of(new NomadClient(dir.resolve("api.sock"), tokenFrom(dir.resolve("nomad_token"), envToken),
+        Duration.ofSeconds(5)));
+  }
+
+  /**
+   * Reads the token file on every call (Nomad renews workload identities and rewrites the file),
+   * falling back to {@code fallback}.
+   */
+  public static Supplier<Optional<String>> tokenFrom(Path file, String fallback) {
+    return () -> {
+      try {
+        String t = Files.readString(file, StandardCharsets.UTF_8).strip();
+        if (!t.isEmpty()) {
+          return Optional.of(t);
+        }
+      } catch (IOException e) {
+        // no file: the env token, if any
+      }
+      return Optional.ofNullable(fallback).filter(s -> !s.isBlank()).map(String::strip);
+    };
+  }
+
+  public Path socket() {
+    return socket;
+  }
+
+  /** A CSI volume as Nomad registers it. */
+  public record CsiVolume(String id, String namespace, String externalId, String pluginId) {}
+
+  /** Nomad answered with an error, or could not be reached. */
+  public static final class NomadException extends Exception {
+    private static final long serialVersionUID = 1L;
+    private final int status;
+
+    public NomadException(int status, String message) {
+      super(message);
+      this.status = status;
+    }
+
+    /** The HTTP status, or 0 when Nomad could not be reached. */
+    public int status() {
+      return status;
+    }
+  }
+
+  /** Read CSI Volume; empty when Nomad has no such volume in that namespace (404). */
+  public Optional<CsiVolume> readCsiVolume(String namespace, String volumeId) throws NomadException {
+    String path = "/v1/volume/csi/" + URLEncoder.encode(volumeId, StandardCharsets.UTF_8).replace("+", "%20")
+        + "?namespace=" + URLEncoder.encode(namespace, StandardCharsets.UTF_8);
+    Response r = get(path);
+    if (r.status == 404) {
+      return Optional.empty();
+    }
+    if (r.status != 200) {
+      throw new NomadException(r.status, "Nomad answered " + r.status + " to GET /v1/volume/csi/" + volumeId + ": "
+          + printable(r.body));
+    }
+    Object parsed;
+    try {
+      parsed = Json.parse(r.body);
+    } catch (IllegalArgumentException e) {
+      throw new NomadException(r.status, "Nomad's answer is not JSON: " + e.getMessage());
+    }
+    if (!(parsed instanceof Map<?, ?> m) || !(m.get("ExternalID") instanceof String ext) || ext.isEmpty()) {
+      throw new NomadException(r.status, "Nomad's answer has no ExternalID");
+    }
+    return Optional.of(new CsiVolume(String.valueOf(m.get("ID")), String.valueOf(m.get("Namespace")), ext,
+        String.valueOf(m.get("PluginID"))));
+  }
+
+  private record Response(int status, String body) {}
+
+  private Response get(String pathAndQuery) throws NomadException {
+    Future<Response> f = io.submit(() -> exchange(pathAndQuery));
+    try {
+      return f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      throw new NomadException(0, "Nomad's task API at " + socket + " did not answer within " + timeout.toSeconds() + "s");
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof NomadException n) {
+        throw n;
+      }
+      throw new NomadException(0, "cannot reach Nomad's task API at " + socket + ": " + cause.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new NomadException(0, "interrupted");
+    }
+  }
+
+  private Response exchange(String pathAndQuery) throws IOException, NomadException {
+    Optional<String> t = token.get();
+    if (t.isEmpty()) {
+      throw new NomadException(0, "no Nomad token (task API needs the workload identity: identity { file = true })");
+    }
+    if (t.get().chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+      throw new NomadException(0, "the Nomad token contains characters not allowed in a header");
+    }
+    try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+      ch.connect(UnixDomainSocketAddress.of(socket));
+      OutputStream out = Channels.newOutputStream(ch);
+      String request = "GET " + pathAndQuery + " HTTP/1.1\r\n"
+          + "Host: localhost\r\n"
+          + "Authorization: Bearer " + t.get() + "\r\n"
+          + "Accept: application/json\r\n"
+          + "User-Agent: caravan\r\n"
+          + "Connection: close\r\n\r\n";
+      out.write(request.getBytes(StandardCharsets.US_ASCII));
+      out.flush();
+      return read(Channels.newInputStream(ch));
+    }
+  }
+
+  static Response read(InputStream raw) throws IOException {
+    InputStream in = new java.io.BufferedInputStream(raw);
+    String statusLine = line(in);
+    String[] parts = statusLine.split(" ", 3);
+    if (parts.length < 2 || !parts[0].startsWith("HTTP/1.")) {
+      throw new IOException("not an HTTP/1.x answer");
+    }
+    int status;
+    try {
+      status = Integer.parseInt(parts[1]);
+    } catch (NumberFormatException e) {
+      throw new IOException("bad HTTP status line", e);
+    }
+    Map<String, String> headers = new TreeMap<>();
+    for (String h = line(in); !h.isEmpty(); h = line(in)) {
+      int colon = h.indexOf(':');
+      if (colon > 0) {
+        headers.put(h.substring(0, colon).trim().toLowerCase(Locale.ROOT), h.substring(colon + 1).trim());
+      }
+    }
+    byte[] body;
+    if ("chunked".equalsIgnoreCase(headers.getOrDefault("transfer-encoding", ""))) {
+      ByteArrayOutputStream buf = new ByteArrayOutputStream();
+      while (true) {
+        String size = line(in);
+        int semi = size.indexOf(';');
+        int n;
+        try {
+          n = Integer.parseInt((semi >= 0 ? size.substring(0, semi) : size).trim(), 16);
+        } catch (NumberFormatException e) {
+          throw new IOException("bad chunk size", e);
+        }
+        if (n == 0) {
+          while (!line(in).isEmpty()) {
+            // trailers
+          }
+          break;
+        }
+        if (buf.size() + n > MAX_BODY) {
+          throw new IOException("answer too large");
+        }
+        buf.write(exactly(in, n));
+        line(in);
+      }
+      body = buf.toByteArray();
+    } else if (headers.containsKey("content-length")) {
+      long n = Long.parseLong(headers.get("content-length"));
+      if (n > MAX_BODY) {
+        throw new IOException("answer too large");
+      }
+      body = exactly(in, (int) n);
+    } else {
+      body = in.readNBytes(MAX_BODY);
+    }
+    return new Response(status, new String(body, StandardCharsets.UTF_8));
+  }
+
+  private static byte[] exactly(InputStream in, int n) throws IOException {
+    byte[] b = in.readNBytes(n);
+    if (b.length != n) {
+      throw new EOFException("answer cut short");
+    }
+    return b;
+  }
+
+  private static String line(InputStream in) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    while (true) {
+      int c = in.read();
+      if (c < 0) {
+        throw new EOFException("connection closed mid-answer");
+      }
+      if (c == '\n') {
+        int len = sb.length();
+        return len > 0 && sb.charAt(len - 1) == '\r' ? sb.substring(0, len - 1) : sb.toString();
+      }
+      if (sb.length() > 16384) {
+        throw new IOException("header line too long");
+      }
+      sb.append((char) c);
+    }
+  }
+
+  private static String printable(String s) {
+    String t = s.length() > 200 ? s.substring(0, 200) + "..." : s;
+    return t.replaceAll("[\\p{Cntrl}]", " ").strip();
+  }
+}
