@@ -47,10 +47,12 @@ final class GuestZfs {
 
   private GuestZfs() {}
 
+  static boolean isRealZfs() {
+    return "1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs"));
+  }
+
   static void assumeRealZfs() {
-    assumeTrue(
-        "1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs")),
-        "needs real ZFS: run scripts/guest-test");
+    assumeTrue(isRealZfs(), "needs real ZFS: run scripts/guest-suite (a guest kernel under qemu)");
   }
 
   private static boolean rootsCreated;
