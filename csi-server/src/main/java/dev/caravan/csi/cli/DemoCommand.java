@@ -52,6 +52,12 @@ final class DemoCommand implements Callable<Integer> {
   @Option(names = "--fs-type", description = "xfs or ext4 (default: xfs).")
   String fsType = "xfs";
 
+  @Option(names = "--verbose", description = "Also print the plugin's own log (one line per RPC).")
+  boolean verbose;
+
+  // Held so the level set on it is not lost to garbage collection (JUL keeps loggers weakly).
+  private static final java.util.logging.Logger PLUGIN_LOG = java.util.logging.Logger.getLogger("dev.caravan");
+
   private final Deque<Runnable> teardown = new ArrayDeque<>();
 
   @Override
@@ -59,6 +65,10 @@ final class DemoCommand implements Callable<Integer> {
     if (!"root".equals(System.getProperty("user.name")) || !Files.exists(Path.of("/dev/loop-control"))) {
       System.err.println("caravan demo needs root and loop devices (/dev/loop-control): it attaches a loop device and mounts it");
       return 1;
+    }
+    if (!verbose) {
+      // The steps below already say what happened and how long it took; warnings still show.
+      PLUGIN_LOG.setLevel(java.util.logging.Level.WARNING);
     }
     Path work = Files.createTempDirectory("caravan-demo-");
     Path socket = work.resolve("csi.sock");
