@@ -2,6 +2,7 @@ package dev.caravan.csi.backend;
 
 
 import dev.caravan.csi.backend.file.FileBackend;
+import dev.caravan.csi.backend.local.LocalBackend;
 import java.util.List;
 
 /** Chooses a backend by driver name. */
@@ -13,14 +14,14 @@ public final class Backends {
   /**
    * Opens the backend for {@code driver}.
    *
-   * @throws IllegalArgumentException for an unknown driver or one that is not implemented yet
+   * @throws IllegalArgumentException for an unknown driver or one that is not implemented yet, or
+   *     bad backend options
+   * @throws IllegalStateException when the host cannot run the backend (e.g. no ZFS, no usable pool)
    */
   public static Backend open(String driver, BackendConfig config) {
     return switch (driver) {
       case "file" -> FileBackend.open(config);
-      case "local" ->
-          throw new IllegalArgumentException(
-              "the local (ZFS) backend is not implemented yet; use --driver=file");
+      case "local" -> LocalBackend.open(config);
       case "qnap" ->
           throw new IllegalArgumentException(
               "the qnap (iSCSI) backend is not implemented yet; use --driver=file");

@@ -1,0 +1,738 @@
+package dev.caravan.csi.backend.local;
+
+import static dev.caravan.csi.backend.local.ZfsErrorsToCsi.guard;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CapacityReport;
+import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.Topology;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
+import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
+import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.zfs.DatasetProperties;
+import dev.caravan.storage.zfs.PoolStatus;
+import dev.caravan.storage.zfs.Property;
+import dev.caravan.storage.zfs.Zfs;
+import dev.caravan.storage.zfs.ZfsException;
+import dev.caravan.storage.zfs.ZvolSpec;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+
+/**
+ * Controller half of the {@code local} backend: every volume is a zvol {@code
+ * <pool>/<parent-dataset>/vol-...} on this node, every snapshot a ZFS snapshot of it, every clone an
+ * independent send/receive copy (so it survives deletion of its source).
+ *
+ * <p><b>State lives in ZFS only.</b> What CreateVolume was asked for is recorded as user properties
+ * on the zvol ({@code caravan:csi-name}, {@code caravan:fstype}, {@code caravan:source}, {@code
+ * caravan:node}), set atomically with the create ({@code lzc_create}), so there is no side file to
+ * get out of step. A zvol without {@code caravan:managed} is never modified or destroyed (the facade
+ * enforces it too); one carrying the marker but no {@code caravan:csi-name} is the remains of a
+ * clone interrupted by a crash between the receive and the property update, and is reported, not
+ * guessed at.
+ *
+ * <p><b>Ownership.</b> Ids carry the node. Until cross-node forwarding exists, a call about a volume
+ * of another node is refused with UNAVAILABLE naming that node, before anything is done here.
+ */
+final class LocalController implements ControllerBackend {
+  static final long MIB = 1L << 20;
+  static final long DEFAULT_SIZE = 1L << 30;
+  static final long MIN_EXT4 = 16 * MIB;
+  static final long MIN_XFS = 300 * MIB;
+
+  static final String PROP_NAME = "caravan:csi-name";
+  static final String PROP_FS_TYPE = "caravan:fstype";
+  static final String PROP_SOURCE = "caravan:source";
+  static final String PROP_NODE = "caravan:node";
+
+  static final String CONTEXT_FS_TYPE = "fsType";
+  static final String CONTEXT_NODE = "node";
+  static final String CONTEXT_DATASET = "dataset";
+
+  /** Temporary snapshots taken to clone a volume from a volume; never listed as CSI snapshots. */
+  static final String CLONE_SNAPSHOT_PREFIX = "clone-";
+
+  private final Zfs zfs;
+  private final LocalConfig config;
+  private final String nodeId;
+  private final Topology nodeTopology;
+
+  LocalController(Zfs zfs, LocalConfig config, String nodeId) {
+    this.zfs = zfs;
+    this.config = config;
+    this.nodeId = nodeId;
+    this.nodeTopology = Topology.ofNode(nodeId);
+  }
+
+  @Override
+  public Set<String> knownParameters() {
+    return LocalParameters.KNOWN;
+  }
+
+  @Override
+  public Set<String> knownSnapshotParameters() {
+    return Set.of(LocalParameters.FREEZE);
+  }
+
+  @Override
+  public void checkVolumeId(String field, String id) {
+    LocalIds.parseVolume(field, id);
+  }
+
+  @Override
+  public void checkSnapshotId(String field, String id) {
+    LocalIds.parseSnapshot(field, id);
+  }
+
+  // ---- ids, ownership and scope ----------------------------------------------------------------
+
+  /** Parses {@code id} and requires that this node owns it (UNAVAILABLE naming the owner otherwise). */
+  VolumeId own(String field, String id) {
+    VolumeId v = LocalIds.parseVolume(field, id);
+    requireOwner(field, v.id(), v.node());
+    return v;
+  }
+
+  private void requireOwner(String field, String id, String owner) {
+    if (!owner.equals(nodeId)) {
+      throw new CsiException(Kind.UNAVAILABLE,
+          field + " " + id + " belongs to node " + owner + "; this plugin runs on node " + nodeId
+              + " and cannot act on another node's zvols (no cross-node forwarding yet): send the call to"
+              + " the plugin on node " + owner);
+    }
+  }
+
+  /** Whether the volume's dataset is inside this node's managed area: an allowlisted pool's parent. */
+  boolean inScope(VolumeId v) {
+    return config.pools().contains(v.pool()) && v.parent().equals(config.parentDataset());
+  }
+
+  private void requireScope(String field, VolumeId v) {
+    if (!inScope(v)) {
+      throw CsiException.failedPrecondition(
+          field + " " + v.id() + " is outside this node's managed datasets (" + config.parentDataset()
+              + " in pools " + config.pools() + "): refusing to touch " + v.dataset());
+    }
+  }
+
+  // ---- volumes ---------------------------------------------------------------------------------
+
+  @Override
+  public VolumeInfo createVolume(VolumeRequest req) {
+    return guard(() -> create(req));
+  }
+
+  /** A resolved content source: the ZFS snapshot to copy (existing, or to be taken of a volume). */
+  private record Source(ContentSource csi, VolumeId volume, Optional<String> snapshot, long size, long blockSize) {}
+
+  private VolumeInfo create(VolumeRequest req) {
+    LocalParameters params = LocalParameters.parse(req.parameters(), config);
+    String fsType = fsType(req, params);
+    if (!params.host().equals(LocalParameters.AUTO) && !params.host().equals(nodeId)) {
+      throw new CsiException(Kind.UNAVAILABLE,
+          "parameters.host names node " + params.host() + "; this plugin runs on node " + nodeId
+              + " and can create zvols only here until cross-node forwarding exists: send the call to the"
+              + " plugin on node " + params.host() + " or use host=auto");
+    }
+    requireTopology(req, params);
+    req.source().ifPresent(this::requireSourceOwner);
+    Optional<VolumeInfo> existing = existingByName(req, params, fsType);
+    if (existing.isPresent()) {
+      return existing.get();
+    }
+    Optional<Source> source = req.source().map(this::resolveSource);
+    String pool = params.pool()
+        .orElse(source.map(s -> s.volume().pool()).filter(config.pools()::contains).orElse(config.defaultPool()));
+    long block = params.blockSizeOrDefault();
+    if (source.isPresent()) {
+      long sourceBlock = source.get().blockSize();
+      if (params.volblocksize().isPresent() && params.volblocksize().getAsLong() != sourceBlock) {
+        throw CsiException.invalid(
+            "parameters.volblocksize " + params.volblocksize().getAsLong() + " differs from the source's "
+                + sourceBlock + ": a clone keeps its source's volblocksize (it is fixed at creation)");
+      }
+      block = sourceBlock;
+    }
+    long size = plannedSize(req, fsType, block, source.map(Source::size).orElse(0L));
+    requireUsablePool(pool);
+    requireSpace(pool, params.sparse() ? 0 : size);
+    VolumeId v = LocalIds.volumeFor(nodeId, pool, config.parentDataset(), req.name());
+    Map<String, String> props = new LinkedHashMap<>();
+    props.put(PROP_NAME, req.name());
+    props.put(PROP_FS_TYPE, fsType);
+    props.put(PROP_NODE, nodeId);
+    source.ifPresent(s -> props.put(PROP_SOURCE, encode(s.csi())));
+    ZvolSpec spec = new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
+    if (source.isEmpty()) {
+      zfs.createZvol(spec);
+    } else {
+      cloneInto(source.get(), spec, req.name());
+    }
+    return info(v, zfs.properties(v.dataset()));
+  }
+
+  private void cloneInto(Source s, ZvolSpec spec, String name) {
+    if (s.snapshot().isPresent()) {
+      zfs.cloneIndependent(s.snapshot().get(), spec);
+      return;
+    }
+    // Volume to volume: a temporary snapshot of the source, copied, then destroyed. A crash may leave
+    // it behind; the retry reuses it, and DeleteVolume of the source names it.
+    String dataset = s.volume().dataset();
+    String tmpName = CLONE_SNAPSHOT_PREFIX + LocalIds.hash(name);
+    String tmp = dataset + "@" + tmpName;
+    if (!zfs.exists(tmp)) {
+      snapshotMaybeFrozen(dataset, tmpName, Map.of(PROP_NAME, "clone of " + name), config.freezeOnSnapshot());
+    }
+    try {
+      zfs.cloneIndependent(tmp, spec);
+    } finally {
+      try {
+        zfs.destroySnapshot(tmp);
+      } catch (StorageException e) {
+        System.getLogger(LocalController.class.getName()).log(System.Logger.Level.WARNING,
+            "could not destroy the temporary snapshot " + tmp + ": " + e.getMessage());
+      }
+    }
+  }
+
+  /** The volume the CO already created under {@code req.name()}, if any, checked for compatibility. */
+  private Optional<VolumeInfo> existingByName(VolumeRequest req, LocalParameters params, String fsType) {
+    for (String pool : config.pools()) {
+      VolumeId v = LocalIds.volumeFor(nodeId, pool, config.parentDataset(), req.name());
+      if (!zfs.exists(v.dataset())) {
+        continue;
+      }
+      DatasetProperties p = zfs.properties(v.dataset());
+      String where = "volume name '" + req.name() + "' already exists as " + v.dataset();
+      if (!zfs.marker().marks(p) || !p.isVolume() || p.isSnapshot()) {
+        throw CsiException.alreadyExists(
+            where + ", which Caravan did not create (no " + zfs.marker() + " or not a volume); it is left"
+                + " untouched: remove or rename it by hand, or use another volume name");
+      }
+      Optional<String> recorded = p.userProperty(PROP_NAME);
+      if (recorded.isEmpty()) {
+        throw CsiException.failedPrecondition(
+            where + " without " + PROP_NAME + ": the remains of a clone interrupted by a crash; check it and"
+                + " destroy it by hand (zfs destroy -r " + v.dataset() + ") before retrying");
+      }
+      if (!recorded.get().equals(req.name())) {
+        throw CsiException.internal(
+            "volume id collision: " + v.dataset() + " belongs to name '" + recorded.get() + "'", null);
+      }
+      List<String> conflicts = new ArrayList<>();
+      if (params.pool().isPresent() && !params.pool().get().equals(pool)) {
+        conflicts.add("pool " + pool + ", not " + params.pool().get());
+      }
+      String fs = p.userProperty(PROP_FS_TYPE).orElse("");
+      if (!fs.equals(fsType)) {
+        conflicts.add("fs type " + fs + ", not " + fsType);
+      }
+      Optional<ContentSource> source = p.userProperty(PROP_SOURCE).flatMap(LocalController::decode);
+      if (!source.equals(req.source())) {
+        conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
+            + req.source().map(ContentSource::toString).orElse("none"));
+      }
+      if (!req.capacity().admits(p.volumeSize())) {
+        conflicts.add(p.volumeSize() + " bytes, outside the requested capacity_range ["
+            + req.capacity().requiredBytes() + ", "
+            + (req.capacity().hasLimit() ? req.capacity().limitBytes() : "unbounded") + "]");
+      }
+      if (params.volblocksize().isPresent() && params.volblocksize().getAsLong() != p.volumeBlockSize()) {
+        conflicts.add("volblocksize " + p.volumeBlockSize() + ", not " + params.volblocksize().getAsLong());
+      }
+      if (params.sparse() == p.isThick()) {
+        conflicts.add(p.isThick() ? "thick, not sparse" : "sparse, not thick");
+      }
+      if (!conflicts.isEmpty()) {
+        throw CsiException.alreadyExists(where + " (" + v.id() + ") with " + String.join("; ", conflicts));
+      }
+      return Optional.of(info(v, p));
+    }
+    return Optional.empty();
+  }
+
+  private static String fsType(VolumeRequest req, LocalParameters params) {
+    if (params.fsType().isPresent() && req.fsType().isPresent() && !params.fsType().get().equals(req.fsType().get())) {
+      throw CsiException.invalid(
+          "parameters.fsType (" + params.fsType().get() + ") contradicts volume_capabilities mount.fs_type ("
+              + req.fsType().get() + ")");
+    }
+    return req.fsType().orElse(params.fsType().orElse("ext4"));
+  }
+
+  private void requireTopology(VolumeRequest req, LocalParameters params) {
+    if (req.requisite().isEmpty() || req.requisite().stream().anyMatch(nodeTopology::satisfies)) {
+      return;
+    }
+    List<String> nodes = req.requisite().stream()
+        .map(t -> t.segments().getOrDefault(Topology.NODE_KEY, "?")).distinct().toList();
+    if (params.host().equals(LocalParameters.AUTO)) {
+      throw new CsiException(Kind.UNAVAILABLE,
+          "accessibility_requirements.requisite allows only node(s) " + nodes + "; this plugin runs on node "
+              + nodeId + " and can create zvols only here until cross-node forwarding exists: send the call to"
+              + " the plugin on one of those nodes");
+    }
+    throw new CsiException(Kind.RESOURCE_EXHAUSTED,
+        "parameters.host=" + params.host() + " is not in accessibility_requirements.requisite " + nodes);
+  }
+
+  /** A clone's source must be on this node: checked before anything is looked up. */
+  private void requireSourceOwner(ContentSource s) {
+    switch (s.kind()) {
+      case SNAPSHOT -> {
+        SnapshotId sid = LocalIds.parseSnapshot("volume_content_source.snapshot.snapshot_id", s.id());
+        requireOwner("volume_content_source.snapshot.snapshot_id", sid.id(), sid.volume().node());
+      }
+      case VOLUME -> own("volume_content_source.volume.volume_id", s.id());
+    }
+  }
+
+  private Source resolveSource(ContentSource s) {
+    return switch (s.kind()) {
+      case SNAPSHOT -> {
+        String field = "volume_content_source.snapshot.snapshot_id";
+        SnapshotId sid = LocalIds.parseSnapshot(field, s.id());
+        requireOwner(field, sid.id(), sid.volume().node());
+        DatasetProperties p = managedSnapshot(sid)
+            .orElseThrow(() -> CsiException.notFound(field + " " + s.id() + " does not exist"));
+        yield new Source(s, sid.volume(), Optional.of(sid.snapshot()), p.volumeSize(), p.volumeBlockSize());
+      }
+      case VOLUME -> {
+        String field = "volume_content_source.volume.volume_id";
+        VolumeId vid = own(field, s.id());
+        DatasetProperties p = managedVolume(vid)
+            .orElseThrow(() -> CsiException.notFound(field + " " + s.id() + " does not exist"));
+        yield new Source(s, vid, Optional.empty(), p.volumeSize(), p.volumeBlockSize());
+      }
+    };
+  }
+
+  private static long plannedSize(VolumeRequest req, String fsType, long block, long sourceSize) {
+    CapacityRange range = req.capacity();
+    long minimum = req.accessTypes().contains(AccessType.MOUNT) ? ("xfs".equals(fsType) ? MIN_XFS : MIN_EXT4) : block;
+    long wanted;
+    if (range.hasRequired()) {
+      wanted = range.requiredBytes();
+    } else if (sourceSize > 0) {
+      wanted = sourceSize;
+    } else {
+      wanted = range.hasLimit() ? Math.min(DEFAULT_SIZE, range.limitBytes()) : DEFAULT_SIZE;
+    }
+    wanted = Math.max(wanted, Math.max(minimum, sourceSize));
+    if (wanted > Long.MAX_VALUE - block) {
+      throw CsiException.outOfRange("capacity_range.required_bytes " + wanted + " is too large");
+    }
+    long size = roundUp(wanted, block);
+    if (range.hasLimit() && size > range.limitBytes()) {
+      throw CsiException.outOfRange(
+          "capacity_range.limit_bytes " + range.limitBytes() + " is below what this volume needs (" + size
+              + " bytes: sizes round up to the volblocksize " + block + "; minimum " + minimum + " for "
+              + (req.accessTypes().contains(AccessType.MOUNT) ? fsType : "block")
+              + (sourceSize > 0 ? ", source size " + sourceSize : "") + ")");
+    }
+    return size;
+  }
+
+  private PoolStatus requireUsablePool(String pool) {
+    PoolStatus status = zfs.pool(pool).orElseThrow(() -> new CsiException(Kind.UNAVAILABLE,
+        "pool " + pool + " is not imported on node " + nodeId));
+    if (!status.isUsable()) {
+      throw new CsiException(Kind.UNAVAILABLE, "pool " + pool + " on node " + nodeId + " is " + status.health()
+          + ": no new data can be written to it");
+    }
+    return status;
+  }
+
+  /** Space a new promise may take in {@code pool}: its root dataset's {@code available} less the reserve. */
+  long free(String pool) {
+    long available = zfs.properties(pool).get("available").filter(Property::numeric).map(Property::asLong).orElse(0L);
+    return Math.max(0, available - config.reserveBytes());
+  }
+
+  private void requireSpace(String pool, long bytes) {
+    if (bytes <= 0) {
+      return;
+    }
+    long free = free(pool);
+    if (bytes > free) {
+      throw new CsiException(Kind.RESOURCE_EXHAUSTED,
+          "a thick zvol of " + bytes + " bytes does not fit in pool " + pool + " on node " + nodeId + ": "
+              + free + " bytes available after the reserve of " + config.reserveBytes()
+              + " (local.reserve); use a smaller size, sparse=true or another pool");
+    }
+  }
+
+  @Override
+  public void deleteVolume(String volumeId) {
+    ZfsErrorsToCsi.run(() -> {
+      VolumeId v = own("volume_id", volumeId);
+      requireScope("volume_id", v);
+      Optional<DatasetProperties> found = find(v.dataset());
+      if (found.isEmpty()) {
+        return;
+      }
+      if (!zfs.marker().marks(found.get())) {
+        throw CsiException.failedPrecondition(
+            "volume_id " + volumeId + ": " + v.dataset() + " was not created by Caravan (no " + zfs.marker()
+                + "); it is never modified or destroyed");
+      }
+      List<String> snapshots = zfs.snapshots(v.dataset()).stream()
+          .map(s -> describeSnapshot(v, s)).toList();
+      if (!snapshots.isEmpty()) {
+        throw CsiException.failedPrecondition(
+            "volume " + volumeId + " has snapshots " + snapshots + "; delete them first (DeleteSnapshot)");
+      }
+      Optional<Path> mounted = mountPointOf(v.dataset());
+      if (mounted.isPresent()) {
+        throw CsiException.failedPrecondition(
+            "volume " + volumeId + " is in use: mounted at " + mounted.get() + " on node " + nodeId
+                + "; unstage it (NodeUnstageVolume) before deleting");
+      }
+      zfs.destroy(v.dataset());
+    });
+  }
+
+  private static String describeSnapshot(VolumeId v, String fullName) {
+    String shortName = fullName.substring(fullName.indexOf('@') + 1);
+    return LocalIds.SNAPSHOT_LEAF.matcher(shortName).matches()
+        ? new SnapshotId(v, shortName).id()
+        : fullName + (shortName.startsWith(CLONE_SNAPSHOT_PREFIX) ? " (left by an interrupted clone)" : "");
+  }
+
+  @Override
+  public Optional<VolumeInfo> findVolume(String volumeId) {
+    return guard(() -> {
+      VolumeId v = own("volume_id", volumeId);
+      return inScope(v) ? managedVolume(v).map(p -> info(v, p)) : Optional.empty();
+    });
+  }
+
+  @Override
+  public Optional<VolumeStatus> volumeStatus(String volumeId) {
+    return guard(() -> {
+      VolumeId v = own("volume_id", volumeId);
+      if (!inScope(v)) {
+        return Optional.empty();
+      }
+      return managedVolume(v).map(p -> {
+        VolumeHealth health = poolHealth(v.pool());
+        List<String> attached = mountPointOf(v.dataset()).isPresent() ? List.of(nodeId) : List.of();
+        return new VolumeStatus(info(v, p), health, attached);
+      });
+    });
+  }
+
+  VolumeHealth poolHealth(String pool) {
+    Optional<PoolStatus> status = zfs.pool(pool);
+    if (status.isEmpty()) {
+      return VolumeHealth.abnormal("pool " + pool + " is not imported");
+    }
+    return switch (status.get().health()) {
+      case ONLINE -> VolumeHealth.OK;
+      default -> VolumeHealth.abnormal("pool " + pool + " is " + status.get().health());
+    };
+  }
+
+  @Override
+  public List<VolumeInfo> listVolumes() {
+    return guard(() -> {
+      List<VolumeInfo> out = new ArrayList<>();
+      for (VolumeId v : ownVolumes()) {
+        managedVolume(v).ifPresent(p -> out.add(info(v, p)));
+      }
+      out.sort(Comparator.comparing(VolumeInfo::id));
+      return out;
+    });
+  }
+
+  /** Every zvol leaf under the parent dataset of each imported allowlisted pool. */
+  List<VolumeId> ownVolumes() {
+    List<VolumeId> out = new ArrayList<>();
+    for (String pool : config.pools()) {
+      String parent = config.parentIn(pool);
+      if (zfs.pool(pool).isEmpty() || !zfs.exists(parent)) {
+        continue;
+      }
+      for (String child : zfs.children(parent)) {
+        String leaf = child.substring(parent.length() + 1);
+        if (LocalIds.VOLUME_LEAF.matcher(leaf).matches()) {
+          out.add(new VolumeId(nodeId, pool, config.parentDataset(), leaf));
+        }
+      }
+    }
+    return out;
+  }
+
+  // ---- snapshots -------------------------------------------------------------------------------
+
+  @Override
+  public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
+    return guard(() -> {
+      boolean freeze = LocalParameters.freeze(parameters, config.freezeOnSnapshot());
+      VolumeId v = own("source_volume_id", sourceVolumeId);
+      requireScope("source_volume_id", v);
+      Optional<SnapshotInfo> existing = snapshotByName(name);
+      if (existing.isPresent()) {
+        if (!existing.get().sourceVolumeId().equals(sourceVolumeId)) {
+          throw CsiException.alreadyExists(
+              "snapshot name '" + name + "' already exists (" + existing.get().id() + ") for volume "
+                  + existing.get().sourceVolumeId() + ", not " + sourceVolumeId);
+        }
+        return existing.get();
+      }
+      if (managedVolume(v).isEmpty()) {
+        throw CsiException.notFound("source_volume_id " + sourceVolumeId + " does not exist");
+      }
+      SnapshotId sid = new SnapshotId(v, LocalIds.snapshotNameFor(v, name));
+      snapshotMaybeFrozen(v.dataset(), sid.name(), Map.of(PROP_NAME, name), freeze);
+      return snapshotInfo(sid, zfs.properties(sid.snapshot()));
+    });
+  }
+
+  private void snapshotMaybeFrozen(String dataset, String shortName, Map<String, String> props, boolean freeze) {
+    Optional<Path> mounted = freeze ? mountPointOf(dataset) : Optional.empty();
+    if (mounted.isPresent()) {
+      // Staged here: FIFREEZE flushes and blocks writers, so the snapshot holds every acknowledged
+      // write and a clean filesystem; whileFrozen thaws however the snapshot ends.
+      Filesystems.whileFrozen(mounted.get(), () -> zfs.snapshot(dataset, shortName, props));
+    } else {
+      zfs.snapshot(dataset, shortName, props);
+    }
+  }
+
+  /** The snapshot the CO calls {@code name}, wherever it is on this node. */
+  private Optional<SnapshotInfo> snapshotByName(String name) {
+    String hash = LocalIds.hash(name);
+    for (VolumeId v : ownVolumes()) {
+      for (String full : snapshotsOf(v)) {
+        String shortName = full.substring(full.indexOf('@') + 1);
+        if (!shortName.endsWith(hash)) {
+          continue;
+        }
+        SnapshotId sid = new SnapshotId(v, shortName);
+        Optional<DatasetProperties> p = managedSnapshot(sid);
+        if (p.isPresent() && p.get().userProperty(PROP_NAME).orElse("").equals(name)) {
+          return Optional.of(snapshotInfo(sid, p.get()));
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  private List<String> snapshotsOf(VolumeId v) {
+    try {
+      return zfs.snapshots(v.dataset()).stream()
+          .filter(s -> LocalIds.SNAPSHOT_LEAF.matcher(s.substring(s.indexOf('@') + 1)).matches())
+          .toList();
+    } catch (ZfsException e) {
+      if ("ENOENT".equals(e.errnoName())) {
+        return List.of(); // deleted meanwhile
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public void deleteSnapshot(String snapshotId) {
+    ZfsErrorsToCsi.run(() -> {
+      SnapshotId sid = LocalIds.parseSnapshot("snapshot_id", snapshotId);
+      requireOwner("snapshot_id", snapshotId, sid.volume().node());
+      requireScope("snapshot_id", sid.volume());
+      Optional<DatasetProperties> found = find(sid.snapshot());
+      if (found.isEmpty()) {
+        return;
+      }
+      if (!zfs.marker().marks(found.get())) {
+        throw CsiException.failedPrecondition(
+            "snapshot_id " + snapshotId + ": " + sid.snapshot() + " was not created by Caravan (no "
+                + zfs.marker() + "); it is never destroyed");
+      }
+      zfs.destroySnapshot(sid.snapshot());
+    });
+  }
+
+  @Override
+  public Optional<SnapshotInfo> findSnapshot(String snapshotId) {
+    return guard(() -> {
+      SnapshotId sid = LocalIds.parseSnapshot("snapshot_id", snapshotId);
+      requireOwner("snapshot_id", snapshotId, sid.volume().node());
+      if (!inScope(sid.volume())) {
+        return Optional.empty();
+      }
+      return managedSnapshot(sid).map(p -> snapshotInfo(sid, p));
+    });
+  }
+
+  @Override
+  public List<SnapshotInfo> listSnapshots() {
+    return guard(() -> {
+      List<SnapshotInfo> out = new ArrayList<>();
+      for (VolumeId v : ownVolumes()) {
+        for (String full : snapshotsOf(v)) {
+          SnapshotId sid = new SnapshotId(v, full.substring(full.indexOf('@') + 1));
+          managedSnapshot(sid).ifPresent(p -> out.add(snapshotInfo(sid, p)));
+        }
+      }
+      out.sort(Comparator.comparing(SnapshotInfo::id));
+      return out;
+    });
+  }
+
+  private SnapshotInfo snapshotInfo(SnapshotId sid, DatasetProperties p) {
+    long size = p.get("volsize").filter(Property::numeric).map(Property::asLong).orElse(0L);
+    Instant created = p.get("creation").filter(Property::numeric).map(c -> Instant.ofEpochSecond(c.asLong()))
+        .orElse(Instant.EPOCH);
+    return new SnapshotInfo(sid.id(), p.userProperty(PROP_NAME).orElse(""), sid.volume().id(), size, created, true);
+  }
+
+  // ---- expansion and capacity ------------------------------------------------------------------
+
+  @Override
+  public ExpandResult expandVolume(String volumeId, CapacityRange range, AccessType accessType) {
+    return guard(() -> {
+      VolumeId v = own("volume_id", volumeId);
+      requireScope("volume_id", v);
+      DatasetProperties p = managedVolume(v)
+          .orElseThrow(() -> CsiException.notFound("volume_id " + volumeId + " does not exist"));
+      boolean nodeExpansion = accessType != AccessType.BLOCK;
+      long size = p.volumeSize();
+      long block = p.volumeBlockSize();
+      if (range.hasLimit() && range.limitBytes() < size) {
+        throw CsiException.outOfRange(
+            "capacity_range.limit_bytes " + range.limitBytes() + " is below the volume's current size " + size
+                + "; zvols only grow");
+      }
+      if (range.requiredBytes() > Long.MAX_VALUE - block) {
+        throw CsiException.outOfRange("capacity_range.required_bytes " + range.requiredBytes() + " is too large");
+      }
+      long target = roundUp(range.requiredBytes(), block);
+      if (target <= size) {
+        return new ExpandResult(size, nodeExpansion);
+      }
+      if (range.hasLimit() && target > range.limitBytes()) {
+        throw CsiException.outOfRange(
+            "capacity_range.limit_bytes " + range.limitBytes() + " is below " + target + " (required_bytes "
+                + range.requiredBytes() + " rounded up to the volblocksize " + block + ")");
+      }
+      requireUsablePool(v.pool());
+      requireSpace(v.pool(), p.isThick() ? target - size : 0);
+      zfs.growZvol(v.dataset(), target);
+      return new ExpandResult(target, nodeExpansion);
+    });
+  }
+
+  @Override
+  public CapacityReport capacity(Map<String, String> parameters) {
+    return guard(() -> {
+      LocalParameters params = LocalParameters.parse(parameters, config);
+      if (!params.host().equals(LocalParameters.AUTO) && !params.host().equals(nodeId)) {
+        throw new CsiException(Kind.UNAVAILABLE,
+            "parameters.host names node " + params.host() + "; this plugin runs on node " + nodeId
+                + " and knows only its own pools: ask the plugin on node " + params.host());
+      }
+      String pool = params.pool().orElse(config.defaultPool());
+      long minimum = params.fsType().map(f -> f.equals("xfs") ? MIN_XFS : MIN_EXT4).orElse(params.blockSizeOrDefault());
+      Optional<PoolStatus> status = zfs.pool(pool);
+      long free = status.isPresent() && status.get().isUsable() ? free(pool) : 0;
+      long max = free - free % params.blockSizeOrDefault();
+      return new CapacityReport(free, max, minimum);
+    });
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------
+
+  Optional<DatasetProperties> find(String dataset) {
+    if (!zfs.exists(dataset)) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(zfs.properties(dataset));
+    } catch (ZfsException e) {
+      if ("ENOENT".equals(e.errnoName())) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  /** The volume's properties if it exists, is a zvol, carries the marker and a CSI name. */
+  Optional<DatasetProperties> managedVolume(VolumeId v) {
+    return find(v.dataset())
+        .filter(p -> p.isVolume() && !p.isSnapshot() && zfs.marker().marks(p) && p.userProperty(PROP_NAME).isPresent());
+  }
+
+  private Optional<DatasetProperties> managedSnapshot(SnapshotId sid) {
+    return find(sid.snapshot())
+        .filter(p -> p.isSnapshot() && zfs.marker().marks(p) && p.userProperty(PROP_NAME).isPresent());
+  }
+
+  VolumeInfo info(VolumeId v, DatasetProperties p) {
+    Map<String, String> context = Map.of(
+        CONTEXT_FS_TYPE, p.userProperty(PROP_FS_TYPE).orElse("ext4"),
+        CONTEXT_NODE, nodeId,
+        CONTEXT_DATASET, v.dataset());
+    return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context,
+        p.userProperty(PROP_SOURCE).flatMap(LocalController::decode), List.of(nodeTopology));
+  }
+
+  /** Where the zvol's block device is mounted on this node (the staging mount), if it is. */
+  Optional<Path> mountPointOf(String dataset) {
+    String majorMinor;
+    try {
+      Path device = zfs.zvolDevice(dataset, Duration.ZERO);
+      majorMinor = BlockDevices.majorMinor(device);
+    } catch (StorageException e) {
+      return Optional.empty(); // no device node (yet, or volmode=none): nothing can be mounted from it
+    }
+    return MountTable.read().stream()
+        .filter(e -> e.majorMinor().equals(majorMinor) && e.root().equals("/"))
+        .map(MountEntry::mountPoint)
+        .findFirst();
+  }
+
+  static String encode(ContentSource s) {
+    return s.kind().name().toLowerCase(Locale.ROOT) + ":" + s.id();
+  }
+
+  static Optional<ContentSource> decode(String value) {
+    int colon = value.indexOf(':');
+    if (colon < 0) {
+      return Optional.empty();
+    }
+    String id = value.substring(colon + 1);
+    return switch (value.substring(0, colon)) {
+      case "snapshot" -> Optional.of(ContentSource.snapshot(id));
+      case "volume" -> Optional.of(ContentSource.volume(id));
+      default -> Optional.empty();
+    };
+  }
+
+  static long roundUp(long value, long unit) {
+    return ((value + unit - 1) / unit) * unit;
+  }
+}

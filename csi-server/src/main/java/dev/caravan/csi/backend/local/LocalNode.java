@@ -1,0 +1,110 @@
+package dev.caravan.csi.backend.local;
+
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.zfs.DatasetProperties;
+import dev.caravan.storage.zfs.Zfs;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * Node half of the {@code local} backend: a volume's device is its zvol's block device, which ZFS
+ * keeps present as long as the zvol exists. Attach resolves it (waiting, bounded, for udev); detach
+ * has nothing to undo. The dataset is derived from the (validated) volume id, never from the volume
+ * context, which the CO hands back but does not protect.
+ */
+final class LocalNode implements NodeBackend {
+  private static final Duration REFRESH_WAIT = Duration.ofSeconds(5);
+
+  private final Zfs zfs;
+  private final LocalController controller;
+  private final LocalConfig config;
+  private final String nodeId;
+
+  LocalNode(Zfs zfs, LocalController controller, LocalConfig config, String nodeId) {
+    this.zfs = zfs;
+    this.controller = controller;
+    this.config = config;
+    this.nodeId = nodeId;
+  }
+
+  @Override
+  public Path attach(VolumeRef volume) {
+    return ZfsErrorsToCsi.guard(() -> {
+      VolumeId v = local(volume);
+      if (controller.managedVolume(v).isEmpty()) {
+        throw CsiException.notFound(
+            "volume_id " + volume.volumeId() + " does not exist on node " + nodeId + " (no managed zvol "
+                + v.dataset() + ")");
+      }
+      return zfs.zvolDevice(v.dataset(), config.deviceWait());
+    });
+  }
+
+  /** The volume's id, required to be this node's and inside its managed datasets (NOT_FOUND otherwise). */
+  private VolumeId local(VolumeRef volume) {
+    VolumeId v = LocalIds.parseVolume("volume_id", volume.volumeId());
+    if (!v.node().equals(nodeId)) {
+      throw CsiException.notFound(
+          "volume_id " + volume.volumeId() + " is a zvol on node " + v.node() + ", not on this node (" + nodeId
+              + "); its topology pins it to " + v.node());
+    }
+    if (!controller.inScope(v)) {
+      throw CsiException.notFound(
+          "volume_id " + volume.volumeId() + " is outside this node's managed datasets ("
+              + config.parentDataset() + " in pools " + config.pools() + ")");
+    }
+    return v;
+  }
+
+  @Override
+  public void detach(VolumeRef volume) {
+    // A zvol's device node exists as long as the zvol does: nothing to undo on this node.
+  }
+
+  @Override
+  public void refresh(VolumeRef volume) {
+    ZfsErrorsToCsi.run(() -> {
+      VolumeId v = local(volume);
+      Optional<DatasetProperties> p = controller.managedVolume(v);
+      if (p.isEmpty()) {
+        return;
+      }
+      long size = p.get().volumeSize();
+      Path device = zfs.zvolDevice(v.dataset(), config.deviceWait());
+      long deadline = System.nanoTime() + REFRESH_WAIT.toNanos();
+      while (BlockDevices.size(device) < size && System.nanoTime() < deadline) {
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    });
+  }
+
+  @Override
+  public VolumeHealth health(VolumeRef volume) {
+    VolumeId v;
+    try {
+      v = local(volume);
+    } catch (CsiException e) {
+      return VolumeHealth.abnormal(e.getMessage());
+    }
+    try {
+      if (controller.managedVolume(v).isEmpty()) {
+        return VolumeHealth.abnormal("zvol " + v.dataset() + " is missing");
+      }
+      return controller.poolHealth(v.pool());
+    } catch (StorageException e) {
+      return VolumeHealth.abnormal("cannot read zvol " + v.dataset() + ": " + e.getMessage());
+    }
+  }
+}
