@@ -58,8 +58,8 @@ final class Samples {
 
   String row() {
     return String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %s | %s |", name, size,
-        micros(percentile(50)), micros(percentile(90)), micros(percentile(99)), micros(percentile(99.9)),
-        micros(percentile(100)), micros(mean()));
+        micros((double) percentile(50)), micros((double) percentile(90)), micros((double) percentile(99)),
+        micros((double) percentile(99.9)), micros((double) percentile(100)), micros(mean()));
   }
 
   private static String micros(double nanos) {

@@ -60,7 +60,7 @@ class ZfsGuestTest {
     PoolStatus pool = zfs.pool(POOL).orElseThrow();
     assertThat(pool.health()).isEqualTo(PoolHealth.ONLINE);
     assertThat(pool.isUsable()).isTrue();
-    String[] cliValues = cli("zpool", "list", "-Hp", "-o", "size,alloc,free,health", POOL).split("\t");
+    String[] cliValues = cli("zpool", "list", "-Hp", "-o", "size,alloc,free,health", POOL).split("\t", -1);
     assertThat(pool.size()).isEqualTo(Long.parseLong(cliValues[0]));
     assertThat(pool.allocated()).isPositive();
     assertThat(pool.free()).isEqualTo(pool.size() - pool.allocated());

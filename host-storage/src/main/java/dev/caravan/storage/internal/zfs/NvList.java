@@ -192,7 +192,7 @@ public final class NvList implements AutoCloseable {
   private static Object value(MemorySegment pair, MemorySegment out, MemorySegment count) {
     int type = ZfsCore.nvpair_type(pair);
     if (type == ZfsCore.DATA_TYPE_BOOLEAN()) {
-      return Boolean.TRUE;
+      return true; // a bare name: present means true
     } else if (type == ZfsCore.DATA_TYPE_BOOLEAN_VALUE()) {
       check(ZfsCore.nvpair_value_boolean_value(pair, out), "nvpair_value_boolean_value");
       return out.get(JAVA_INT, 0) != 0;

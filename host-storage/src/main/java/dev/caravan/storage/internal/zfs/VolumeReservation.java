@@ -38,7 +38,7 @@ public final class VolumeReservation {
    * A top-level vdev, as far as space accounting cares.
    *
    * @param type {@code "raidz"}, {@code "draid"}, {@code "mirror"}, {@code "disk"}, {@code "file"}
-   * @param parity {@code nparity} (RAIDZ/dRAID), else 0
+   * @param parity parity devices per group (1 for raidz1, likewise for dRAID), else 0
    * @param ashift log2 of the sector size
    * @param children number of child devices (RAIDZ width)
    * @param draidData data devices per dRAID redundancy group

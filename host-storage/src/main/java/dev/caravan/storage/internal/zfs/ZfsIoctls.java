@@ -122,7 +122,7 @@ public final class ZfsIoctls implements AutoCloseable {
       if (reply.errno() == ZfsErrors.ESRCH) {
         return entries;
       }
-      orThrow(reply, "list " + (request == SNAPSHOT_LIST_NEXT ? "snapshots" : "children"), dataset);
+      orThrow(reply, "list " + (request.equals(SNAPSHOT_LIST_NEXT) ? "snapshots" : "children"), dataset);
       // Internal ($) and temporary (%) datasets are hidden, as the kernel itself mostly does.
       if (reply.name().indexOf('$') < 0 && reply.name().indexOf('%') < 0) {
         entries.add(reply);

@@ -39,7 +39,7 @@ class NvListTest {
     Map<String, Object> values = new LinkedHashMap<>();
     values.put("volsize", 1L << 30);
     values.put("caravan:managed", "true");
-    values.put("tank/vol@s1", Boolean.TRUE);
+    values.put("tank/vol@s1", true);
     values.put("max", -1L); // UINT64_MAX
     values.put("refreservation", nested);
 
