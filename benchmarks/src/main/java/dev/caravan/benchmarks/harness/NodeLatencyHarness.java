@@ -170,8 +170,8 @@ public final class NodeLatencyHarness {
 
   /**
    * Collects the "us=" of the server's log lines for {@code method} written since byte {@code from}
-   * (the server logs each call before it sends the response, so the lines of every timed call are
-   * there when the loop ends).
+   * (the server writes each line just after it hands over the response, so the last call's line can
+   * land a moment after the loop ends; the count column shows whether any was missed).
    */
   private void serverSide(String name, long from, String method) throws IOException {
     Samples s = new Samples(name + " (server side)", iterations);

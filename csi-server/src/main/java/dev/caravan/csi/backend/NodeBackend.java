@@ -1,6 +1,7 @@
 package dev.caravan.csi.backend;
 
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * The storage side of the Node service, deliberately small: make a volume's block device appear on
@@ -23,4 +24,13 @@ public interface NodeBackend {
 
   /** Health of the backing object (e.g. "backing file missing"). */
   VolumeHealth health(VolumeRef volume);
+
+  /**
+   * Health when the node engine knows the device it attached for the volume (from its journal), so
+   * that a backend can check that one device instead of searching for it. Defaults to {@link
+   * #health(VolumeRef)}.
+   */
+  default VolumeHealth health(VolumeRef volume, Optional<Path> device) {
+    return health(volume);
+  }
 }

@@ -23,6 +23,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -214,7 +215,11 @@ public final class NodeEngine {
 
   /** Drops publish targets that are no longer mounted (unmounted behind our back or before a crash). */
   private StagedVolume pruneTargets(StagedVolume c) {
-    List<Published> live = c.targets().stream().filter(t -> MountTable.isMountPoint(t.target())).toList();
+    if (c.targets().isEmpty()) {
+      return c;
+    }
+    List<MountEntry> table = MountTable.read();
+    List<Published> live = c.targets().stream().filter(t -> !mountsAt(table, t.target()).isEmpty()).toList();
     if (live.size() == c.targets().size()) {
       return c;
     }
@@ -279,15 +284,19 @@ public final class NodeEngine {
     Optional<StagedVolume> current = journal.get(volumeId);
     Optional<Published> recorded = current.flatMap(c -> c.target(target));
     try {
-      Optional<MountEntry> mount = MountTable.at(target);
-      if (mount.isPresent()) {
-        if (recorded.isEmpty() && !belongsTo(mount.get(), current)) {
+      // One read of the mount table: how many mounts are stacked at the target, and the topmost.
+      List<MountEntry> stacked = mountsAt(MountTable.read(), target);
+      if (!stacked.isEmpty()) {
+        MountEntry top = topmost(stacked);
+        if (recorded.isEmpty() && !belongsTo(top, current)) {
           throw CsiException.notFound(
               "volume " + volumeId + " is not published at target_path " + target + " (the mount there, from "
-                  + mount.get().source() + ", was not made by this plugin for this volume)");
+                  + top.source() + ", was not made by this plugin for this volume)");
         }
-        while (MountTable.isMountPoint(target) && timed("unmount", () -> Mounts.unmount(target))) {
-          // a target can carry the same bind twice after a crash between mount and journal; undo all
+        // A target can carry the same bind twice after a crash between mount and journal; undo all.
+        // Mounts.unmount returns false once nothing is left there.
+        for (int i = 0; i < stacked.size() && timed("unmount", () -> Mounts.unmount(target)); i++) {
+          // next one down
         }
       }
       removeTarget(target);
@@ -299,6 +308,30 @@ public final class NodeEngine {
     } catch (RuntimeException e) {
       throw translate(e);
     }
+  }
+
+  /**
+   * The mounts stacked at exactly {@code path} (after resolving symlinks, as {@link MountTable#at} does)
+   * in an already read table; empty when nothing is mounted there or the path does not exist.
+   */
+  private static List<MountEntry> mountsAt(List<MountEntry> table, Path path) {
+    Path resolved;
+    try {
+      resolved = path.toRealPath();
+    } catch (NoSuchFileException e) {
+      return List.of();
+    } catch (IOException e) {
+      throw new StorageException("cannot resolve " + path, e);
+    }
+    return table.stream().filter(m -> m.mountPoint().equals(resolved)).toList();
+  }
+
+  /** The one on top: mounting over a mount point makes the new mount the child of the one it covers. */
+  private static MountEntry topmost(List<MountEntry> stacked) {
+    return stacked.stream()
+        .filter(m -> stacked.stream().noneMatch(other -> other.parentId() == m.id()))
+        .findFirst()
+        .orElse(stacked.getLast());
   }
 
   private static boolean belongsTo(MountEntry mount, Optional<StagedVolume> volume) {
@@ -331,7 +364,7 @@ public final class NodeEngine {
     if (!Files.exists(path)) {
       throw CsiException.notFound("volume_path " + path + " does not exist");
     }
-    VolumeHealth health = backend.health(c.ref());
+    VolumeHealth health = backend.health(c.ref(), c.device());
     long deviceBytes = c.device().filter(Files::exists).map(BlockDevices::size).orElse(0L);
     if (c.accessType() == AccessType.BLOCK) {
       if (!health.abnormal() && c.target(path).isPresent() && !MountTable.isMountPoint(path)) {
@@ -354,9 +387,10 @@ public final class NodeEngine {
     try {
       backend.refresh(c.ref());
       if (c.accessType() == AccessType.MOUNT) {
-        Path mounted = MountTable.isMountPoint(volumePath)
+        List<MountEntry> table = MountTable.read();
+        Path mounted = !mountsAt(table, volumePath).isEmpty()
             ? volumePath
-            : c.stagingPaths().stream().filter(MountTable::isMountPoint).findFirst()
+            : c.stagingPaths().stream().filter(p -> !mountsAt(table, p).isEmpty()).findFirst()
                 .orElseThrow(() -> CsiException.failedPrecondition(
                     "volume " + volumeId + " has no mounted filesystem on this node to grow"));
         timedRun("grow", () -> Filesystems.grow(mounted));
@@ -406,7 +440,7 @@ public final class NodeEngine {
           }
         }
       }
-      VolumeHealth h = backend.health(v.ref());
+      VolumeHealth h = backend.health(v.ref(), v.device());
       if (h.abnormal()) {
         findings.add("volume " + v.volumeId() + ": " + h.message());
       }

@@ -7,12 +7,10 @@ import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -25,14 +23,18 @@ import java.util.stream.Stream;
 
 /**
  * What this node has staged and published, kept on the host (under the data directory) so that it
- * survives a plugin crash: one small properties file per volume, each replaced atomically (write,
- * fsync, rename, fsync directory). The node engine writes a record <em>before</em> it changes the
- * host (intent first) and trims it after undoing a change, so a crash at any point leaves a record
- * that covers everything that may exist. Read once at start and reconciled with the mount table by
+ * survives a plugin crash: one small properties file per volume, each replaced atomically by a
+ * write and a rename ({@link AtomicFiles#replace}), without fsync. That is enough: the page cache
+ * survives a plugin crash, kill or upgrade, which is what the journal is for, while a power loss or
+ * kernel crash also removes every mount and loop device a record describes. A record torn by such a
+ * crash (empty, truncated or garbled) is therefore read as absent, with a warning. The node engine
+ * writes a record <em>before</em> it changes the host (intent first) and trims it after undoing a
+ * change, so a crash at any point leaves a record that covers everything that may exist. Read once at start and reconciled with the mount table by
  * {@link NodeEngine#reconcile()}; afterwards the in-memory copy is authoritative (calls for one volume
  * are serialized by the services).
  */
 public final class NodeJournal {
+  private static final System.Logger LOG = System.getLogger(NodeJournal.class.getName());
   private static final String SUFFIX = ".staged";
 
   private final Path dir;
@@ -48,9 +50,11 @@ public final class NodeJournal {
       Files.createDirectories(dir);
       try (Stream<Path> files = Files.list(dir)) {
         for (Path f : (Iterable<Path>) files::iterator) {
-          if (f.getFileName().toString().endsWith(SUFFIX)) {
-            StagedVolume v = decode(Files.readAllBytes(f));
-            journal.entries.put(v.volumeId(), v);
+          String name = f.getFileName().toString();
+          if (name.endsWith(SUFFIX)) {
+            journal.load(f);
+          } else if (name.startsWith(".") && name.contains(SUFFIX + ".tmp-")) {
+            Files.deleteIfExists(f); // a replace cut short by a crash
           }
         }
       }
@@ -58,6 +62,28 @@ public final class NodeJournal {
       throw new UncheckedIOException("cannot read the node journal in " + dir, e);
     }
     return journal;
+  }
+
+  private void load(Path f) throws IOException {
+    byte[] bytes = Files.readAllBytes(f);
+    Optional<StagedVolume> v = parse(bytes).filter(r -> file(r.volumeId()).equals(f));
+    if (v.isEmpty()) {
+      LOG.log(System.Logger.Level.WARNING,
+          "ignoring the unreadable node journal record " + f + " (" + bytes.length + " bytes): torn by a power"
+              + " loss or kernel crash, which also removed the mounts and devices it described");
+      return;
+    }
+    entries.put(v.get().volumeId(), v.get());
+  }
+
+  /** The record in {@code bytes}; empty when it is empty, truncated or garbled. */
+  static Optional<StagedVolume> parse(byte[] bytes) {
+    try {
+      StagedVolume v = decode(bytes);
+      return v.volumeId() == null || v.volumeId().isEmpty() ? Optional.empty() : Optional.of(v);
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
   }
 
   public Path dir() {
@@ -73,18 +99,13 @@ public final class NodeJournal {
   }
 
   public void put(StagedVolume v) {
-    AtomicFiles.write(file(v.volumeId()), encode(v));
+    AtomicFiles.replace(file(v.volumeId()), encode(v));
     entries.put(v.volumeId(), v);
   }
 
   public void remove(String volumeId) {
     try {
       Files.deleteIfExists(file(volumeId));
-      try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
-        ch.force(true);
-      }
-    } catch (NoSuchFileException e) {
-      // already gone
     } catch (IOException e) {
       throw new UncheckedIOException("cannot remove the journal record of " + volumeId, e);
     }

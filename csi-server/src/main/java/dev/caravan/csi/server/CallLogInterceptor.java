@@ -1,5 +1,6 @@
 package dev.caravan.csi.server;
 
+import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import io.grpc.ForwardingServerCall.SimpleForwardingServerCall;
@@ -9,6 +10,12 @@ import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * One structured log line per RPC: {@code rpc method=NodePublishVolume volume=v1 code=OK us=87}.
@@ -18,6 +25,10 @@ import io.grpc.Status;
  */
 final class CallLogInterceptor implements ServerInterceptor {
   private static final System.Logger LOG = System.getLogger("dev.caravan.csi.rpc");
+  // The same logger through java.util.logging (System.Logger's backend here), for logp.
+  private static final Logger LINES = Logger.getLogger("dev.caravan.csi.rpc");
+  // The id field of each request type, looked up once per type instead of by name on every call.
+  private static final Map<Descriptor, List<FieldDescriptor>> SUBJECT_FIELDS = new ConcurrentHashMap<>();
   private static final String[] ID_FIELDS = {"volume_id", "source_volume_id", "snapshot_id", "name"};
 
   @Override
@@ -31,15 +42,15 @@ final class CallLogInterceptor implements ServerInterceptor {
           @Override
           public void close(Status status, Metadata trailers) {
             long micros = (System.nanoTime() - start) / 1_000;
-            if (status.isOk()) {
-              LOG.log(System.Logger.Level.INFO, "rpc method={0} volume={1} code=OK us={2}",
-                  method, subject[0], Long.toString(micros));
-            } else {
-              LOG.log(System.Logger.Level.INFO, "rpc method={0} volume={1} code={2} us={3} error=\"{4}\"",
-                  method, subject[0], status.getCode(), Long.toString(micros),
-                  String.valueOf(status.getDescription()));
-            }
+            // The response goes first: writing the line is not part of the call's latency.
             super.close(status, trailers);
+            if (LINES.isLoggable(Level.INFO)) {
+              String line = "rpc method=" + method + " volume=" + subject[0] + " code=" + status.getCode()
+                  + " us=" + micros
+                  + (status.isOk() ? "" : " error=\"" + status.getDescription() + "\"");
+              // logp names the source, so the handler's formatter does not walk the stack to find it.
+              LINES.logp(Level.INFO, CallLogInterceptor.class.getName(), "close", line);
+            }
           }
         };
     ServerCall.Listener<ReqT> listener = next.startCall(logged, headers);
@@ -60,16 +71,24 @@ final class CallLogInterceptor implements ServerInterceptor {
 
   /** The id the call is about, for the log line; "-" when the request names none. */
   static String subjectOf(Message m) {
-    for (String name : ID_FIELDS) {
-      FieldDescriptor field = m.getDescriptorForType().findFieldByName(name);
-      if (field != null && field.getType() == FieldDescriptor.Type.STRING && !field.isRepeated()) {
-        String value = (String) m.getField(field);
-        if (!value.isEmpty()) {
-          return sanitize(value);
-        }
+    for (FieldDescriptor field : SUBJECT_FIELDS.computeIfAbsent(m.getDescriptorForType(), CallLogInterceptor::idFields)) {
+      String value = (String) m.getField(field);
+      if (!value.isEmpty()) {
+        return sanitize(value);
       }
     }
     return "-";
+  }
+
+  private static List<FieldDescriptor> idFields(Descriptor type) {
+    List<FieldDescriptor> fields = new ArrayList<>();
+    for (String name : ID_FIELDS) {
+      FieldDescriptor field = type.findFieldByName(name);
+      if (field != null && field.getType() == FieldDescriptor.Type.STRING && !field.isRepeated()) {
+        fields.add(field);
+      }
+    }
+    return List.copyOf(fields);
   }
 
   /** Keeps log lines single-line and bounded whatever the client sent. */

@@ -29,6 +29,7 @@ public final class LoopDevices {
   private static final Path LOOP_CONTROL = Path.of("/dev/loop-control");
   private static final Path SYS_BLOCK = Path.of("/sys/block");
   private static final String DELETED = " (deleted)";
+  private static final String BACKING_FILE = "loop/backing_file";
   private static final int ATTEMPTS = 50;
   private static final long RETRY_MILLIS = 20;
 
@@ -88,6 +89,36 @@ public final class LoopDevices {
         .findFirst();
   }
 
+  /**
+   * Whether loop device {@code device} ({@code /dev/loopN}) is bound to {@code file}, matched by
+   * device and inode: one {@code LOOP_GET_STATUS64} on that device, where {@link #find} looks at every
+   * loop device. False when the device is unbound, gone or not a loop device node, or when {@code
+   * file} does not exist. Use it when the device is known (recorded when it was attached).
+   */
+  public static boolean backs(Path device, Path file) {
+    if (!isLoopNode(device)) {
+      return false;
+    }
+    Stat wanted;
+    try {
+      wanted = Libc.stat(file);
+    } catch (SyscallException e) {
+      if (e.errno() == Errno.ENOENT) {
+        return false;
+      }
+      throw e;
+    }
+    try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      LoopIoctls.Status status = LoopIoctls.status(loop);
+      return status.backingDev() == wanted.dev() && status.backingInode() == wanted.inode();
+    } catch (SyscallException e) {
+      if (e.errno() == Errno.ENXIO || e.errno() == Errno.ENOENT) {
+        return false; // unbound, or the node is gone
+      }
+      throw e;
+    }
+  }
+
   /** Every loop device that is bound to a file, by number. */
   public static List<LoopDevice> list() {
     return bound().stream().map(Bound::device).toList();
@@ -137,12 +168,18 @@ public final class LoopDevices {
 
   private record Bound(LoopDevice device, LoopIoctls.Status status) {}
 
+  // The kernel creates /sys/block/loopN/loop/ only while the device is bound, so unbound devices
+  // (usually most of them) are skipped with one access(2) each, without opening anything.
   private static List<Bound> bound() {
     List<Bound> bound = new ArrayList<>();
     try (DirectoryStream<Path> devices = Files.newDirectoryStream(SYS_BLOCK, "loop*")) {
       for (Path sysfs : devices) {
+        Path attribute = sysfs.resolve(BACKING_FILE);
+        if (!Files.exists(attribute)) {
+          continue;
+        }
         int number = Integer.parseInt(sysfs.getFileName().toString().substring("loop".length()));
-        backingFile(number).flatMap(file -> probe(number, file)).ifPresent(bound::add);
+        read(attribute).flatMap(file -> probe(number, file)).ifPresent(bound::add);
       }
     } catch (IOException e) {
       throw new StorageException("cannot list " + SYS_BLOCK, e);
@@ -169,7 +206,10 @@ public final class LoopDevices {
 
   /** The backing file sysfs reports for {@code /dev/loopN}; empty when it is not bound. */
   private static Optional<String> backingFile(int number) {
-    Path attribute = SYS_BLOCK.resolve("loop" + number).resolve("loop/backing_file");
+    return read(SYS_BLOCK.resolve("loop" + number).resolve(BACKING_FILE));
+  }
+
+  private static Optional<String> read(Path attribute) {
     try {
       return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip());
     } catch (NoSuchFileException e) {
@@ -200,6 +240,19 @@ public final class LoopDevices {
         pause();
       }
     }
+  }
+
+  private static boolean isLoopNode(Path device) {
+    String name = device.getFileName() == null ? "" : device.getFileName().toString();
+    if (!name.startsWith("loop") || name.length() == "loop".length()) {
+      return false;
+    }
+    for (int i = "loop".length(); i < name.length(); i++) {
+      if (name.charAt(i) < '0' || name.charAt(i) > '9') {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static Path devicePath(int number) {

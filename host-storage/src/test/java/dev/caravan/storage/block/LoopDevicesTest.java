@@ -3,8 +3,12 @@ package dev.caravan.storage.block;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.file.SparseFiles;
+import dev.caravan.storage.internal.sys.Fd;
+import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.LoopIoctls;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import java.nio.file.Files;
@@ -150,5 +154,63 @@ class LoopDevicesTest {
             l -> l.number() == loop.number() && l.backingFile().toString().endsWith(" (deleted)"));
 
     LoopDevices.detach(loop);
+  }
+
+  @Test
+  void backsChecksOnlyTheGivenDevice() throws Exception {
+    Path image = scratch.image("disk.img", 4 * MIB);
+    Path other = scratch.image("other.img", 4 * MIB);
+
+    LoopDevice loop = LoopDevices.attach(image, false);
+    LoopDevice otherLoop = LoopDevices.attach(other, true);
+    try {
+      assertThat(LoopDevices.backs(loop.device(), image)).isTrue();
+      assertThat(LoopDevices.backs(loop.device(), scratch.dir().resolve("./disk.img"))).isTrue();
+      assertThat(LoopDevices.backs(otherLoop.device(), other)).isTrue();
+      assertThat(LoopDevices.backs(loop.device(), other)).isFalse();
+      assertThat(LoopDevices.backs(otherLoop.device(), image)).isFalse();
+      assertThat(LoopDevices.backs(loop.device(), scratch.dir().resolve("missing.img"))).isFalse();
+      assertThat(LoopDevices.backs(Path.of("/dev/null"), image)).isFalse();
+    } finally {
+      LoopDevices.detach(loop);
+      LoopDevices.detach(otherLoop);
+    }
+
+    assertThat(LoopDevices.backs(loop.device(), image)).isFalse(); // unbound now (or reused elsewhere)
+  }
+
+  @Test
+  void backsMatchesByInodeNotByName() throws Exception {
+    Path image = scratch.image("disk.img", 4 * MIB);
+    LoopDevice loop = LoopDevices.attach(image, false);
+    Path moved = scratch.dir().resolve("moved.img");
+    try {
+      Files.move(image, moved);
+      SparseFiles.create(image, 4 * MIB); // a different file under the old name
+
+      assertThat(LoopDevices.backs(loop.device(), image)).isFalse();
+      assertThat(LoopDevices.backs(loop.device(), moved)).isTrue();
+    } finally {
+      // sysfs now names the moved file, which is what detach compares with
+      LoopDevices.find(Files.exists(moved) ? moved : image).ifPresent(LoopDevices::detach);
+    }
+  }
+
+  @Test
+  void findAndListStepOverUnboundDevices() {
+    Path image = scratch.image("disk.img", 4 * MIB);
+    int free;
+    try (Fd control = Libc.open(Path.of("/dev/loop-control"), LinuxUapi.O_RDWR())) {
+      free = LoopIoctls.getFree(control); // an unbound device, created if there was none
+    }
+    LoopDevice loop = LoopDevices.attach(image, false);
+    try {
+      assertThat(LoopDevices.find(image)).contains(loop);
+      assertThat(LoopDevices.list()).contains(loop);
+    } finally {
+      LoopDevices.detach(loop);
+    }
+    assertThat(LoopDevices.find(image)).isEmpty();
+    assertThat(LoopDevices.backs(Path.of("/dev/loop" + free), image)).isFalse();
   }
 }

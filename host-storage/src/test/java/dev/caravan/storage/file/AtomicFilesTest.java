@@ -48,4 +48,29 @@ class AtomicFilesTest {
       assertThat(files).containsExactly(directory);
     }
   }
+
+  @Test
+  void replacesWholeContentWithoutSync() throws Exception {
+    Path file = scratch.dir().resolve("vol.staged");
+
+    AtomicFiles.replace(file, "a=1".getBytes(StandardCharsets.UTF_8));
+    assertThat(file).hasContent("a=1");
+
+    AtomicFiles.replace(file, "b".getBytes(StandardCharsets.UTF_8));
+    assertThat(file).hasContent("b");
+    try (Stream<Path> files = Files.list(scratch.dir())) {
+      assertThat(files).containsExactly(file); // no temporary file left over
+    }
+  }
+
+  @Test
+  void replaceLeavesNothingBehindWhenItFails() throws Exception {
+    Path directory = scratch.directory("taken");
+
+    assertThatThrownBy(() -> AtomicFiles.replace(directory, new byte[] {1}))
+        .isInstanceOfSatisfying(SyscallException.class, e -> assertThat(e.errnoName()).isEqualTo("EISDIR"));
+    try (Stream<Path> files = Files.list(scratch.dir())) {
+      assertThat(files).containsExactly(directory);
+    }
+  }
 }

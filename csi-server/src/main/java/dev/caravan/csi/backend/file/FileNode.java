@@ -8,6 +8,7 @@ import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.storage.block.LoopDevices;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /** Node half of the file backend: a volume's device is a loop device over its image file. */
 final class FileNode implements NodeBackend {
@@ -46,9 +47,20 @@ final class FileNode implements NodeBackend {
 
   @Override
   public VolumeHealth health(VolumeRef volume) {
+    return health(volume, Optional.empty());
+  }
+
+  /** With the device known, one ioctl on it instead of a scan of every loop device. */
+  @Override
+  public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
     if (!Files.exists(image)) {
       return VolumeHealth.abnormal("backing file " + image + " is missing");
+    }
+    if (device.isPresent()) {
+      return LoopDevices.backs(device.get(), image)
+          ? VolumeHealth.OK
+          : VolumeHealth.abnormal(device.get() + " is no longer attached to " + image);
     }
     if (LoopDevices.find(image).isEmpty()) {
       return VolumeHealth.abnormal("no loop device is attached to " + image);

@@ -1,0 +1,120 @@
+package dev.caravan.csi.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.node.StagedVolume.Published;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class NodeJournalTest {
+  private static final Logger JOURNAL_LOG = Logger.getLogger(NodeJournal.class.getName());
+
+  @TempDir Path dir;
+
+  private final List<LogRecord> warnings = new ArrayList<>();
+  private final Handler capture = new Handler() {
+    @Override
+    public void publish(LogRecord r) {
+      if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+        synchronized (warnings) {
+          warnings.add(r);
+        }
+      }
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+  };
+
+  @BeforeEach
+  void captureWarnings() {
+    JOURNAL_LOG.addHandler(capture);
+  }
+
+  @AfterEach
+  void stopCapturing() {
+    JOURNAL_LOG.removeHandler(capture);
+  }
+
+  private static StagedVolume volume(String id) {
+    return new StagedVolume(id, Map.of("k", "v"), AccessType.MOUNT, "ext4", List.of("noatime"),
+        Optional.of(Path.of("/dev/loop7")), List.of(Path.of("/staging/" + id)),
+        List.of(new Published(Path.of("/target/" + id), Path.of("/staging/" + id), false)));
+  }
+
+  @Test
+  void recordsSurviveReopening() {
+    NodeJournal journal = NodeJournal.open(dir);
+    journal.put(volume("a"));
+    journal.put(volume("b/c"));
+    journal.remove("a");
+
+    NodeJournal reopened = NodeJournal.open(dir);
+    assertThat(reopened.all()).containsExactly(volume("b/c"));
+    assertThat(warnings).isEmpty();
+  }
+
+  @Test
+  void tornRecordsAreAbsentWithAWarningNamingTheFile() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    for (String id : List.of("good", "empty", "truncated", "garbled", "zeros")) {
+      journal.put(volume(id));
+    }
+    byte[] full = Files.readAllBytes(journal.file("truncated"));
+    Files.write(journal.file("empty"), new byte[0]);
+    Files.write(journal.file("truncated"), Arrays.copyOf(full, full.length / 3));
+    Files.write(journal.file("garbled"), "volumeId=garbled\naccessType=SIDEWAYS\n".getBytes(StandardCharsets.UTF_8));
+    Files.write(journal.file("zeros"), new byte[full.length]);
+    // a replace cut short before its rename
+    Path temp = dir.resolve("." + journal.file("good").getFileName() + ".tmp-1234");
+    Files.write(temp, full);
+
+    NodeJournal reopened = NodeJournal.open(dir);
+
+    assertThat(reopened.all()).containsExactly(volume("good"));
+    assertThat(reopened.get("truncated")).isEmpty();
+    assertThat(warnings).hasSize(4);
+    assertThat(warnings.stream().map(LogRecord::getMessage))
+        .anySatisfy(m -> assertThat(m).contains(journal.file("empty").toString()))
+        .anySatisfy(m -> assertThat(m).contains(journal.file("truncated").toString()))
+        .anySatisfy(m -> assertThat(m).contains(journal.file("garbled").toString()))
+        .anySatisfy(m -> assertThat(m).contains(journal.file("zeros").toString()));
+    assertThat(temp).doesNotExist();
+
+    // the torn records can be written again
+    reopened.put(volume("truncated"));
+    assertThat(NodeJournal.open(dir).get("truncated")).contains(volume("truncated"));
+  }
+
+  @Test
+  void aRecordUnderAnotherVolumesNameIsTorn() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    journal.put(volume("a"));
+    Files.copy(journal.file("a"), journal.file("b"));
+
+    assertThat(NodeJournal.open(dir).all()).containsExactly(volume("a"));
+    assertThat(warnings).singleElement().satisfies(r -> assertThat(r.getMessage()).contains(journal.file("b").toString()));
+    try (Stream<Path> files = Files.list(dir)) {
+      assertThat(files).hasSize(2); // left in place for a person to look at; the next put replaces it
+    }
+  }
+}
