@@ -169,15 +169,7 @@ final class FileController implements ControllerBackend {
           "capacity_range.required_bytes " + range.requiredBytes() + " exceeds the maximum volume size of "
               + MAX_SIZE + " bytes (16 TiB)");
     }
-    long wanted;
-    if (range.hasRequired()) {
-      wanted = range.requiredBytes();
-    } else if (sourceSize > 0) {
-      wanted = sourceSize;
-    } else {
-      wanted = range.hasLimit() ? Math.min(DEFAULT_SIZE, range.limitBytes()) : DEFAULT_SIZE;
-    }
-    wanted = Math.max(wanted, Math.max(minimum, sourceSize));
+    long wanted = range.wanted(DEFAULT_SIZE, minimum, sourceSize);
     long size = roundUp(wanted, MIB);
     if (range.hasLimit() && size > range.limitBytes()) {
       size = roundUp(wanted, 4096);

@@ -335,15 +335,7 @@ final class LocalController implements ControllerBackend {
   private static long plannedSize(VolumeRequest req, String fsType, long block, long sourceSize) {
     CapacityRange range = req.capacity();
     long minimum = req.accessTypes().contains(AccessType.MOUNT) ? ("xfs".equals(fsType) ? MIN_XFS : MIN_EXT4) : block;
-    long wanted;
-    if (range.hasRequired()) {
-      wanted = range.requiredBytes();
-    } else if (sourceSize > 0) {
-      wanted = sourceSize;
-    } else {
-      wanted = range.hasLimit() ? Math.min(DEFAULT_SIZE, range.limitBytes()) : DEFAULT_SIZE;
-    }
-    wanted = Math.max(wanted, Math.max(minimum, sourceSize));
+    long wanted = range.wanted(DEFAULT_SIZE, minimum, sourceSize);
     if (wanted > Long.MAX_VALUE - block) {
       throw CsiException.outOfRange("capacity_range.required_bytes " + wanted + " is too large");
     }
