@@ -1,8 +1,8 @@
 package dev.caravan.csi;
 
 import static dev.caravan.csi.Caps.MIB;
-import static dev.caravan.csi.PluginFixture.code;
-import static dev.caravan.csi.PluginFixture.error;
+import static dev.caravan.csi.GrpcOutcomes.code;
+import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;

@@ -1,6 +1,6 @@
 package dev.caravan.csi;
 
-import static dev.caravan.csi.PluginFixture.error;
+import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.v1.CreateVolumeRequest;
@@ -161,7 +161,7 @@ class NomadSequenceTest {
     allocStart(layout, "alloc-a");
     Path bad = target("alloc-x");
     Files.createDirectories(bad.getParent());
-    assertThat(PluginFixture.code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
+    assertThat(GrpcOutcomes.code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
         .setStagingTargetPath(staging(layout).toString()).setTargetPath(bad.toString())
         .setVolumeCapability(Caps.mount("ext4", VolumeCapability.AccessMode.Mode.MULTI_NODE_MULTI_WRITER)).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);

@@ -9,8 +9,6 @@ import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
-import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,7 +18,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.function.Executable;
 
 /**
  * A plugin on the file backend in a private temporary directory, driven over a real unix socket by a
@@ -118,28 +115,6 @@ final class PluginFixture implements AutoCloseable {
   /** Loop devices backed by files in this fixture's data directory. */
   List<LoopDevice> ourLoops() {
     return LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(data)).toList();
-  }
-
-  static Status.Code code(Executable call) {
-    try {
-      call.execute();
-    } catch (StatusRuntimeException e) {
-      return e.getStatus().getCode();
-    } catch (Throwable t) {
-      throw new AssertionError("expected a gRPC error, got " + t, t);
-    }
-    return Status.Code.OK;
-  }
-
-  static StatusRuntimeException error(Executable call) {
-    try {
-      call.execute();
-    } catch (StatusRuntimeException e) {
-      return e;
-    } catch (Throwable t) {
-      throw new AssertionError("expected a gRPC error, got " + t, t);
-    }
-    throw new AssertionError("expected a gRPC error, the call succeeded");
   }
 
   @Override

@@ -106,7 +106,7 @@ class RestartTest {
         .setVolumePath(targetA.toString()).build());
     assertThat(stats.getVolumeCondition().getAbnormal()).isFalse();
     assertThat(stats.getUsage(0).getUsed()).isPositive();
-    assertThat(PluginFixture.code(() -> f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(vol)
+    assertThat(GrpcOutcomes.code(() -> f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(vol)
         .setStagingTargetPath(staging.toString()).build()))).isEqualTo(Code.FAILED_PRECONDITION);
     for (Path t : List.of(targetA, targetB)) {
       f.node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(t.toString()).build());

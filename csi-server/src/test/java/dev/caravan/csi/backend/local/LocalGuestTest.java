@@ -1,5 +1,7 @@
 package dev.caravan.csi.backend.local;
 
+import static dev.caravan.csi.GrpcOutcomes.code;
+import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -35,7 +37,6 @@ import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
 import dev.caravan.csi.v1.VolumeContentSource;
 import dev.caravan.storage.mount.MountTable;
 import io.grpc.Status.Code;
-import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -53,7 +54,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 /**
  * The {@code local} backend against real OpenZFS, over gRPC on a real unix socket: run inside the
@@ -464,28 +464,6 @@ class LocalGuestTest {
 
   static CapacityRange bytes(long required) {
     return CapacityRange.newBuilder().setRequiredBytes(required).build();
-  }
-
-  static Code code(Executable call) {
-    try {
-      call.execute();
-    } catch (StatusRuntimeException e) {
-      return e.getStatus().getCode();
-    } catch (Throwable t) {
-      throw new AssertionError("expected a gRPC error, got " + t, t);
-    }
-    return Code.OK;
-  }
-
-  static StatusRuntimeException error(Executable call) {
-    try {
-      call.execute();
-    } catch (StatusRuntimeException e) {
-      return e;
-    } catch (Throwable t) {
-      throw new AssertionError("expected a gRPC error, got " + t, t);
-    }
-    throw new AssertionError("expected a gRPC error, the call succeeded");
   }
 
   static String zfsGet(String property, String dataset) {
