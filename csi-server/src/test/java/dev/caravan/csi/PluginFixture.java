@@ -20,13 +20,14 @@ import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
 /**
- * A plugin on the file backend in a private temporary directory, driven over a real unix socket by a
- * real gRPC client. {@link #close()} verifies that the test left none of <em>its own</em> mounts or
+ * A plugin on one {@link TestBackend} (the file backend unless told otherwise) in a private temporary
+ * directory, driven over a real unix socket by a real gRPC client. {@link #close()} verifies that the test left none of <em>its own</em> mounts or
  * loop devices behind (cleaning them up if it did) and never touches anything else on the host.
  */
 final class PluginFixture implements AutoCloseable {
   static final String NODE = "test-node";
 
+  final TestBackend backend;
   final Path work;
   final Path data;
   final Path socket;
@@ -40,7 +41,8 @@ final class PluginFixture implements AutoCloseable {
   ControllerGrpc.ControllerBlockingStub controller;
   NodeGrpc.NodeBlockingStub node;
 
-  private PluginFixture(Path work) {
+  private PluginFixture(TestBackend backend, Path work) {
+    this.backend = backend;
     this.work = work;
     this.data = work.resolve("data");
     this.socket = work.resolve("plugins/alloc-1/csi.sock");
@@ -51,8 +53,22 @@ final class PluginFixture implements AutoCloseable {
     return start(UnaryOperator.identity());
   }
 
+  /** A plugin on the file backend (its controller side needs neither root nor loop devices). */
   static PluginFixture start(UnaryOperator<Plugin.Settings> customize) throws IOException {
-    PluginFixture f = new PluginFixture(Files.createTempDirectory("caravan-test-"));
+    PluginFixture f = new PluginFixture(new TestBackend.FileTestBackend(), Files.createTempDirectory("caravan-test-"));
+    f.customize = customize;
+    f.startPlugin();
+    return f;
+  }
+
+  /** A plugin on {@code backend}; the calling test is skipped, with the reason, if it cannot run here. */
+  static PluginFixture start(TestBackend backend) throws IOException {
+    return start(backend, UnaryOperator.identity());
+  }
+
+  static PluginFixture start(TestBackend backend, UnaryOperator<Plugin.Settings> customize) throws IOException {
+    backend.assumeAvailable();
+    PluginFixture f = new PluginFixture(backend, Files.createTempDirectory("caravan-test-"));
     f.customize = customize;
     f.startPlugin();
     return f;
@@ -60,12 +76,29 @@ final class PluginFixture implements AutoCloseable {
 
   /** A fixture whose plugin the test runs itself (e.g. as a separate process); call {@link #connect()}. */
   static PluginFixture unstarted() throws IOException {
-    return new PluginFixture(Files.createTempDirectory("caravan-test-"));
+    return new PluginFixture(new TestBackend.FileTestBackend(), Files.createTempDirectory("caravan-test-"));
+  }
+
+  static PluginFixture unstarted(TestBackend backend) throws IOException {
+    backend.assumeAvailable();
+    return new PluginFixture(backend, Files.createTempDirectory("caravan-test-"));
+  }
+
+  /** The settings a plugin of this fixture runs with (also what a forked plugin process is given). */
+  Plugin.Settings settings() {
+    Plugin.Settings base = Plugin.Settings.of(backend.driver(), socket, NODE, data);
+    return customize.apply(new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
+        base.journalDir(), base.pluginName(), base.maxVolumes(), backend.options(work)));
   }
 
   void startPlugin() throws IOException {
-    plugin = Plugin.start(customize.apply(Plugin.Settings.of("file", socket, NODE, data)));
+    plugin = Plugin.start(settings());
     connect();
+  }
+
+  /** Every storage object the backend holds for this fixture, seen without the plugin. */
+  java.util.Set<String> storageObjects() throws IOException {
+    return backend.storageObjects(work);
   }
 
   void connect() {
@@ -136,6 +169,7 @@ final class PluginFixture implements AutoCloseable {
       }
     }
     if (ourMounts().isEmpty()) {
+      backend.destroyStorage(work);
       try (Stream<Path> paths = Files.walk(work)) {
         for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
           Files.deleteIfExists(p);
