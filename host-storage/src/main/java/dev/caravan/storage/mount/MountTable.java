@@ -43,25 +43,48 @@ public final class MountTable {
   }
 
   /**
-   * The mount on top at exactly {@code mountPoint}, after resolving symlinks; empty when nothing is
-   * mounted there or the path does not exist.
+   * The mount on top at exactly {@code mountPoint}, after resolving symlinks in its parent
+   * directories; empty when nothing is mounted there or the path does not exist. A symlink at
+   * {@code mountPoint} itself is never a mount point: the answer is empty rather than the answer for
+   * whatever it points at, so that no caller acts on another mount through a link.
    */
   public static Optional<MountEntry> at(Path mountPoint) {
-    Path resolved;
-    try {
-      resolved = mountPoint.toRealPath();
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new StorageException("cannot resolve " + mountPoint, e);
-    }
-    List<MountEntry> here =
-        read().stream().filter(entry -> entry.mountPoint().equals(resolved)).toList();
+    List<MountEntry> here = stackedAt(read(), mountPoint);
     // Mounting over a mount point makes the new mount the child of the one it covers, so the
     // topmost is the one no other mount here has as its parent.
     return here.stream()
         .filter(entry -> here.stream().noneMatch(other -> other.parentId() == entry.id()))
         .findFirst();
+  }
+
+  /**
+   * Every mount stacked at exactly {@code mountPoint} in an already read {@code table}, resolved as
+   * {@link #at} does (parents resolved, a symlink at the path itself never followed); empty when
+   * nothing is mounted there or the path does not exist.
+   */
+  public static List<MountEntry> stackedAt(List<MountEntry> table, Path mountPoint) {
+    Optional<Path> resolved = resolve(mountPoint);
+    if (resolved.isEmpty()) {
+      return List.of();
+    }
+    return table.stream().filter(entry -> entry.mountPoint().equals(resolved.get())).toList();
+  }
+
+  /**
+   * The path as mountinfo would show it if something were mounted there: its real path, unless the
+   * path is a symlink (then empty: a symlink is not where anything is mounted) or does not exist.
+   */
+  static Optional<Path> resolve(Path mountPoint) {
+    if (Files.isSymbolicLink(mountPoint)) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(mountPoint.toRealPath());
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new StorageException("cannot resolve " + mountPoint, e);
+    }
   }
 
   public static boolean isMountPoint(Path path) {

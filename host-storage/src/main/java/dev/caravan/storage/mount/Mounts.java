@@ -25,6 +25,11 @@ import java.util.Set;
  * mount: what the target shows is the very inode the source is (same {@code st_dev} and {@code
  * st_ino}), which holds for directories, files and device nodes alike and needs no reasoning about
  * which mount the source lives in. In both cases read-only must match too.
+ *
+ * <p>A symlink at the target is never followed: mount(2) would follow it and mount wherever it
+ * points, so {@link #mount} and {@link #bind} refuse it, and {@link #unmount} treats it as not
+ * mounted and unmounts with {@code UMOUNT_NOFOLLOW}, so that a link swapped in after the check
+ * still cannot make it unmount another mount.
  */
 public final class Mounts {
   // The check-then-mount in each operation must not interleave for one target within this JVM.
@@ -46,6 +51,7 @@ public final class Mounts {
       Path device, Path target, String fsType, Set<MountFlag> flags, String data) {
     boolean readOnly = flags.contains(MountFlag.READ_ONLY);
     synchronized (lockFor(target)) {
+      refuseSymlink(target);
       Optional<MountEntry> existing = MountTable.at(target);
       if (existing.isPresent()) {
         MountEntry entry = existing.get();
@@ -67,6 +73,7 @@ public final class Mounts {
    */
   public static void bind(Path source, Path target, boolean readOnly) {
     synchronized (lockFor(target)) {
+      refuseSymlink(target);
       Optional<MountEntry> existing = MountTable.at(target);
       if (existing.isPresent()) {
         MountEntry entry = existing.get();
@@ -96,7 +103,8 @@ public final class Mounts {
 
   /**
    * Unmounts the topmost mount at {@code target}. Returns false, and does nothing, when {@code
-   * target} is not a mount point (or does not exist); true when a mount was removed.
+   * target} is not a mount point (or does not exist, or is a symlink); true when a mount was
+   * removed.
    *
    * <p>EBUSY is retried for up to a second before it is thrown: a process this JVM forks holds
    * copies of all the JVM's descriptors until it execs (Java opens files without O_CLOEXEC), so a
@@ -111,7 +119,7 @@ public final class Mounts {
       }
       for (int attempt = 1; ; attempt++) {
         try {
-          Libc.umount2(entry.get().mountPoint(), 0);
+          Libc.umount2(entry.get().mountPoint(), LinuxUapi.UMOUNT_NOFOLLOW());
           return true;
         } catch (SyscallException e) {
           if (e.errno() == Errno.EINVAL) {
@@ -145,6 +153,13 @@ public final class Mounts {
         null,
         LinuxUapi.MS_REMOUNT() | LinuxUapi.MS_BIND() | MountFlag.bits(flags),
         null);
+  }
+
+  private static void refuseSymlink(Path target) {
+    if (Files.isSymbolicLink(target)) {
+      throw new StorageException(
+          "refusing to mount on " + target + ": it is a symlink, and mount(2) would follow it");
+    }
   }
 
   // A source that is not a block device (tmpfs, an NFS export) can only be compared by name.

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.storage.MountConflictException;
+import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevice;
@@ -169,6 +170,28 @@ class MountsTest {
                       "mount(%s, %s, ext4, 0x0) failed: ENOENT (No such file or directory)",
                       missing, mnt);
             });
+  }
+
+  @Test
+  void aSymlinkAtTheTargetIsNeverFollowed() throws Exception {
+    Mounts.mount(loop.device(), mnt, "ext4", Set.of(), null);
+    Path elsewhere = scratch.directory("elsewhere");
+    Path link = Files.createSymbolicLink(scratch.dir().resolve("link"), mnt);
+    try {
+      assertThat(MountTable.isMountPoint(link)).as("a symlink is never a mount point").isFalse();
+      assertThat(Mounts.unmount(link)).isFalse();
+      assertThat(MountTable.isMountPoint(mnt)).as("the mount the symlink points at").isTrue();
+      assertThatThrownBy(() -> Mounts.bind(elsewhere, link, false))
+          .isInstanceOf(StorageException.class)
+          .hasMessageContaining("symlink");
+      assertThatThrownBy(() -> Mounts.mount(loop.device(), link, "ext4", Set.of(), null))
+          .isInstanceOf(StorageException.class)
+          .hasMessageContaining("symlink");
+      assertThat(MountTable.read()).filteredOn(e -> e.mountPoint().equals(mnt)).hasSize(1);
+    } finally {
+      Mounts.unmount(mnt);
+    }
+    assertThat(MountTable.isMountPoint(mnt)).isFalse();
   }
 
   @Test
