@@ -116,7 +116,8 @@ public class MetricsOverheadBenchmark {
     RPC_LOG.setLevel(Level.WARNING);
     work = Files.createTempDirectory("caravan-bench-metrics-");
     data = work.resolve("data");
-    Path socket = work.resolve("plugins/alloc-1/csi.sock");
+    // Nomad's host layout: the plugin's default allowed root is then <work>/client/csi.
+    Path socket = work.resolve("client/csi/plugins/alloc-1/csi.sock");
     Path root = work.resolve("client/csi/monolith/caravan");
     Plugin.Settings settings = Plugin.Settings.of("file", socket, "bench-node", data);
     plugin = Plugin.start(on ? settings.withObserve(ObserveSettings.on(HttpSettings.loopback(0))) : settings);

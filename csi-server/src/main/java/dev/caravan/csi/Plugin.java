@@ -4,6 +4,7 @@ import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.observe.ObserveSettings;
@@ -31,12 +32,22 @@ public final class Plugin implements AutoCloseable {
    *
    * @param journalDir where the node journal lives (by default {@code <dataDir>/node})
    * @param maxVolumes NodeGetInfo's max_volumes_per_node (0 = unlimited)
+   * @param allowedRoots the directories below which the node service stages and publishes; empty for
+   *     the default that the socket implies ({@link AllowedRoots#defaultFor})
    */
   public record Settings(
       String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
-      long maxVolumes, Map<String, String> options, ObserveSettings observe) {
+      long maxVolumes, Map<String, String> options, ObserveSettings observe, List<Path> allowedRoots) {
     public Settings {
       options = Map.copyOf(options);
+      allowedRoots = List.copyOf(allowedRoots);
+    }
+
+    /** With the default allowed roots. */
+    public Settings(
+        String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
+        long maxVolumes, Map<String, String> options, ObserveSettings observe) {
+      this(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe, List.of());
     }
 
     /** Without the observe HTTP server and metrics. */
@@ -52,7 +63,19 @@ public final class Plugin implements AutoCloseable {
     }
 
     public Settings withObserve(ObserveSettings o) {
-      return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, o);
+      return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, o,
+          allowedRoots);
+    }
+
+    /** These roots instead of the default that the socket implies; an empty list restores the default. */
+    public Settings withAllowedRoots(List<Path> roots) {
+      return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe,
+          roots);
+    }
+
+    /** The allowed roots the plugin uses: the configured ones, else the default for the socket. */
+    public List<Path> effectiveAllowedRoots() {
+      return allowedRoots.isEmpty() ? AllowedRoots.defaultFor(socket) : allowedRoots;
     }
   }
 
@@ -69,12 +92,14 @@ public final class Plugin implements AutoCloseable {
   }
 
   public static Plugin start(Settings s) throws IOException {
+    AllowedRoots roots = AllowedRoots.of(s.effectiveAllowedRoots());
     Backend backend = Backends.open(s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options()));
     Observability observability = null;
     try {
       NodeJournal journal = NodeJournal.open(s.journalDir());
       observability = Observability.create(s, backend, journal);
       NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
+      LOG.log(System.Logger.Level.INFO, "node: staging and publishing only below {0}", roots);
       List<String> findings = engine.reconcile();
       LOG.log(System.Logger.Level.INFO, "node journal: {0} volume(s) on this node, {1} finding(s)",
           engine.journal().all().size(), findings.size());
@@ -84,7 +109,7 @@ public final class Plugin implements AutoCloseable {
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
           new ControllerService(controller, locks, s.nodeId()),
-          new NodeService(engine, controller, locks, s.nodeId(), s.maxVolumes())), observability.interceptors());
+          new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors());
       try {
         observability.start(controller);
       } catch (IOException | RuntimeException e) {

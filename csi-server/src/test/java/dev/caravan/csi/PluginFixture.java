@@ -45,7 +45,9 @@ final class PluginFixture implements AutoCloseable {
     this.backend = backend;
     this.work = work;
     this.data = work.resolve("data");
-    this.socket = work.resolve("plugins/alloc-1/csi.sock");
+    // Nomad's host layout, <state_dir>/csi/plugins/<alloc-id>/csi.sock: the plugin's default allowed
+    // root is then <state_dir>/csi, which holds the mount root below.
+    this.socket = work.resolve("client/csi/plugins/alloc-1/csi.sock");
     this.root = work.resolve("client/csi/monolith/caravan");
   }
 

@@ -43,7 +43,9 @@ final class ServerProcess implements AutoCloseable {
    */
   static ServerProcess start(Path launcher, Path work, Map<String, String> env, List<String> extraArgs)
       throws IOException {
-    Path socket = work.resolve("csi.sock");
+    // Nomad's host layout (<state_dir>/csi/plugins/<alloc-id>/csi.sock) makes <work>/nomad/csi the
+    // plugin's default allowed root, which holds the harness's mount root.
+    Path socket = work.resolve("nomad/csi/plugins/bench/csi.sock");
     Path log = work.resolve("server.log");
     List<String> command = new ArrayList<>(List.of(launcher.toString(), "serve", "--driver", "file",
         "--endpoint", "unix://" + socket, "--data-dir", work.resolve("data").toString(),

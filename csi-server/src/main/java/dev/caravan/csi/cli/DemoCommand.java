@@ -31,6 +31,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Comparator;
 import java.util.Deque;
+import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -78,7 +79,8 @@ final class DemoCommand implements Callable<Integer> {
     long size = "xfs".equals(fsType) ? 320 * MIB : 64 * MIB;
     System.out.printf("caravan demo: file backend in %s, fs %s%n%n", work, fsType);
     int status = 0;
-    try (Plugin plugin = Plugin.start(Plugin.Settings.of("file", socket, "demo-node", data));
+    try (Plugin plugin = Plugin.start(Plugin.Settings.of("file", socket, "demo-node", data)
+            .withAllowedRoots(List.of(root)));
         UnixChannel ch = new UnixChannel(socket)) {
       var identity = IdentityGrpc.newBlockingStub(ch.channel());
       var controller = ControllerGrpc.newBlockingStub(ch.channel());

@@ -16,7 +16,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
@@ -36,7 +38,8 @@ final class ServeCommand implements Callable<Integer> {
   private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
   private static final Set<String> CONFIG_KEYS =
       Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds",
-          "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics");
+          "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
+          "allowed-roots");
 
   @Option(names = "--driver", description = "Backend: file, local or qnap (default: file).")
   String driver;
@@ -52,6 +55,12 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--plugin-name", description = "GetPluginInfo name (default: caravan.csi.<driver>).")
   String pluginName;
+
+  @Option(names = "--allowed-root", paramLabel = "DIR",
+      description = "A directory below which NodeStage/NodePublish paths may lie; repeatable. Default: <state_dir>/csi"
+          + " when the endpoint has Nomad's host layout (<state_dir>/csi/plugins/<alloc-id>/csi.sock), else"
+          + " /local/csi (Nomad's stage_publish_base_dir inside a task).")
+  List<Path> allowedRoots = new ArrayList<>();
 
   @Option(names = "--max-volumes", description = "max_volumes_per_node reported to the CO (default: 0 = unlimited).")
   Long maxVolumes;
@@ -78,7 +87,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
   Boolean metrics;
 
-  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, and <driver>.* backend options.")
+  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options.")
   Path config;
 
   @Override
@@ -122,9 +131,18 @@ final class ServeCommand implements Callable<Integer> {
       System.err.println("caravan: " + e.getMessage());
       return 2;
     }
+    List<Path> roots = new ArrayList<>(allowedRoots);
+    if (roots.isEmpty() && file.containsKey("allowed-roots")) {
+      for (String r : file.get("allowed-roots").split(",", -1)) {
+        if (!r.isBlank()) {
+          roots.add(Path.of(r.trim()));
+        }
+      }
+    }
     Plugin plugin;
     try {
-      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe));
+      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe)
+          .withAllowedRoots(roots));
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       System.err.println("caravan: cannot start: " + e.getMessage());
       return 1;

@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.node.StagedVolume.Staging;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
@@ -34,11 +35,15 @@ import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 /**
- * The node side shared by every backend: stage (attach, format if empty, mount), publish (bind),
+ * The node side shared by every backend: stage (attach, format if empty, grow, mount), publish (bind),
  * unpublish, unstage, stats and expansion, with the {@link NodeJournal} making all of it exact across
  * plugin restarts. Backends only attach and detach devices ({@link NodeBackend}). The caller
- * serializes calls per volume. Mounts and devices outlive the plugin process: nothing here is undone
- * on shutdown.
+ * serializes calls per volume and passes paths as {@link AllowedRoots} resolved them. Mounts and
+ * devices outlive the plugin process: nothing here is undone on shutdown.
+ *
+ * <p>A stage is recorded as complete only once every step has succeeded; a step that fails makes the
+ * call fail (undoing what the call itself did), and a repeat of an incomplete stage, mount present or
+ * not, runs every step again (each is idempotent) rather than trusting the mount.
  */
 public final class NodeEngine {
   private static final System.Logger LOG = System.getLogger(NodeEngine.class.getName());
@@ -64,11 +69,25 @@ public final class NodeEngine {
   /** A validated NodeStageVolume. {@code fsType} is ignored for block access. */
   public record StageSpec(
       VolumeRef volume, Path stagingPath, AccessType accessType, String fsType, List<String> mountFlags,
-      boolean readOnly) {}
+      AccessMode mode) {
+    public StageSpec {
+      mountFlags = List.copyOf(mountFlags);
+    }
 
-  /** A validated NodePublishVolume. */
+    /** Read-only by its access mode or by an explicit {@code ro} mount flag. */
+    boolean readOnly() {
+      return mode.readOnly() || mountFlags.contains(MountFlag.READ_ONLY.option());
+    }
+  }
+
+  /** A validated NodePublishVolume; {@code readOnly} already includes what the access mode implies. */
   public record PublishSpec(
-      String volumeId, Path stagingPath, Path target, AccessType accessType, boolean readOnly) {}
+      String volumeId, Path stagingPath, Path target, AccessType accessType, boolean readOnly, AccessMode mode,
+      List<String> mountFlags) {
+    public PublishSpec {
+      mountFlags = List.copyOf(mountFlags);
+    }
+  }
 
   /** NodeGetVolumeStats: filesystem figures (mount access, when mounted), device size, health. */
   public record Stats(AccessType accessType, Optional<FsStats> fs, long deviceBytes, VolumeHealth health) {}
@@ -77,8 +96,10 @@ public final class NodeEngine {
 
   public void stage(StageSpec s) {
     String id = s.volume().volumeId();
+    Path staging = s.stagingPath();
     String fsType = s.accessType() == AccessType.MOUNT ? s.fsType() : "";
     Optional<StagedVolume> current = journal.get(id);
+    Optional<Staging> here = current.flatMap(c -> c.staging(staging));
     if (current.isPresent()) {
       StagedVolume c = current.get();
       if (c.accessType() != s.accessType() || !c.fsType().equals(fsType)) {
@@ -86,24 +107,38 @@ public final class NodeEngine {
             "volume " + id + " is already staged on this node for " + describe(c.accessType(), c.fsType())
                 + " at " + c.stagingPaths() + "; this request asks for " + describe(s.accessType(), fsType));
       }
-      if (c.stagingPaths().contains(s.stagingPath())
-          && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(s.stagingPath()))) {
+    }
+    if (here.isPresent()) {
+      Staging h = here.get();
+      if (!h.sameCapability(s.mode(), s.mountFlags())) {
+        throw CsiException.alreadyExists(
+            "volume " + id + " is already staged at staging_target_path " + staging + " with "
+                + describe(h.mode(), h.mountFlags()) + "; this request asks for "
+                + describe(Optional.of(s.mode()), s.mountFlags())
+                + " (a repeated NodeStageVolume must carry an identical volume_capability)");
+      }
+      if (h.complete() && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(staging))) {
         return;
       }
     }
-    StagedVolume intent = current
-        .orElseGet(() -> new StagedVolume(id, s.volume().context(), s.accessType(), fsType, s.mountFlags(),
-            Optional.empty(), List.of(), List.of()))
-        .withStagingPath(s.stagingPath());
-    journal.put(intent);
+    boolean wasMounted = s.accessType() == AccessType.MOUNT && MountTable.isMountPoint(staging);
+    Staging intent = new Staging(staging, Optional.of(s.mode()), s.mountFlags(), false);
+    StagedVolume record = current
+        .orElseGet(() -> new StagedVolume(id, s.volume().context(), s.accessType(), fsType, Optional.empty(),
+            List.of(), List.of()))
+        .withStaging(intent);
+    journal.put(record);
     try {
       Path device = timed("attach", () -> backend.attach(s.volume()));
+      // A device attached before (for another staging path, or by a stage cut short) does not show
+      // on its own what its backing object has grown to since.
+      backend.refresh(s.volume());
       if (s.accessType() == AccessType.MOUNT) {
         mountFilesystem(id, device, s, fsType);
       }
-      journal.put(intent.withDevice(device));
+      journal.put(record.withDevice(device).withStaging(intent.completed()));
     } catch (RuntimeException e) {
-      rollBackStage(current, intent, s);
+      rollBackStage(current, wasMounted, s);
       throw translate(e);
     }
   }
@@ -129,11 +164,18 @@ public final class NodeEngine {
     // The volume may have grown while it was not staged (Nomad sends no NodeExpand then). ext4 is
     // grown before it is mounted, which needs no CAP_SYS_RESOURCE (unless another usage of the
     // volume has it mounted already); xfs can only grow once mounted. The superblock is read first
-    // so that a stage with nothing to grow starts no process.
+    // so that a stage with nothing to grow starts no process. A read-only stage cannot grow it: the
+    // next read-write stage or NodeExpandVolume does.
     boolean growOnline = false;
+    Optional<String> offlineFailure = Optional.empty();
     if (outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly()
         && Filesystems.size(device, fs) < BlockDevices.size(device)) {
-      growOnline = fs != FsType.EXT4 || !growUnmounted(id, device);
+      if (fs == FsType.EXT4) {
+        offlineFailure = growUnmounted(id, device);
+        growOnline = offlineFailure.isPresent();
+      } else {
+        growOnline = true;
+      }
     }
     createDirectory(s.stagingPath());
     Set<MountFlag> flags = flags(s.mountFlags(), s.readOnly());
@@ -149,41 +191,53 @@ public final class NodeEngine {
       try {
         timedRun("grow", () -> Filesystems.grow(s.stagingPath()));
       } catch (StorageException e) {
-        LOG.log(System.Logger.Level.WARNING, "could not grow the filesystem of " + id + " at stage", e);
+        throw CsiException.internal(
+            "NodeStageVolume of volume " + id + " failed at its grow step: the " + fsType + " filesystem on "
+                + device + " spans " + Filesystems.size(device, fs) + " of the device's " + BlockDevices.size(device)
+                + " bytes and could not be grown at staging_target_path " + s.stagingPath() + ": " + e.getMessage()
+                + offlineFailure.map(f -> " (growing it unmounted failed before: " + f + ")").orElse("")
+                + "; a repeated NodeStageVolume tries the grow again", e);
       }
     }
   }
 
-  /** Returns false when the filesystem could not be grown unmounted and should be grown online. */
-  private static boolean growUnmounted(String id, Path device) {
+  /** Empty when the filesystem was grown unmounted; else why not, and it is to be grown online. */
+  private static Optional<String> growUnmounted(String id, Path device) {
     try {
       Filesystems.growUnmounted(device, FsType.EXT4);
-      return true;
+      return Optional.empty();
     } catch (StorageException e) {
       LOG.log(System.Logger.Level.INFO, "growing " + id + " online instead: " + e.getMessage());
-      return false;
+      return Optional.of(e.getMessage());
     }
   }
 
-  private void rollBackStage(Optional<StagedVolume> before, StagedVolume intent, StageSpec s) {
+  /**
+   * Undoes what a failed stage did: the mount it made (not one that was there before), and the device
+   * and record if nothing else is staged; a staging path the record already had stays in it, marked
+   * incomplete, so that the next stage there runs every step again.
+   */
+  private void rollBackStage(Optional<StagedVolume> before, boolean wasMounted, StageSpec s) {
+    Path staging = s.stagingPath();
     try {
-      if (s.accessType() == AccessType.MOUNT && before.map(b -> !b.stagingPaths().contains(s.stagingPath())).orElse(true)) {
-        Mounts.unmount(s.stagingPath());
+      if (s.accessType() == AccessType.MOUNT && !wasMounted) {
+        Mounts.unmount(staging);
       }
-      if (before.isEmpty() || before.get().stagingPaths().isEmpty()) {
+      if (before.isEmpty() || before.get().stagings().isEmpty()) {
         backend.detach(s.volume());
-        journal.remove(intent.volumeId());
+        journal.remove(s.volume().volumeId());
       } else {
-        journal.put(before.get());
+        StagedVolume b = before.get();
+        journal.put(b.staging(staging).map(h -> b.withStaging(h.incomplete())).orElse(b));
       }
     } catch (RuntimeException cleanup) {
-      LOG.log(System.Logger.Level.WARNING, "could not roll back a failed stage of " + intent.volumeId(), cleanup);
+      LOG.log(System.Logger.Level.WARNING, "could not roll back a failed stage of " + s.volume().volumeId(), cleanup);
     }
   }
 
   public void unstage(String volumeId, Path stagingPath) {
     Optional<StagedVolume> current = journal.get(volumeId);
-    if (current.isEmpty() || !current.get().stagingPaths().contains(stagingPath)) {
+    if (current.isEmpty() || current.get().staging(stagingPath).isEmpty()) {
       return;
     }
     StagedVolume c = pruneTargets(current.get());
@@ -234,35 +288,50 @@ public final class NodeEngine {
     StagedVolume c = journal.get(p.volumeId())
         .orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " is not staged on this node; call NodeStageVolume first"));
-    if (!c.stagingPaths().contains(p.stagingPath())) {
+    if (c.staging(p.stagingPath()).isEmpty()) {
       throw CsiException.failedPrecondition(
           "volume " + p.volumeId() + " is staged at " + c.stagingPaths() + ", not at staging_target_path "
               + p.stagingPath());
+    }
+    Optional<Published> existing = c.target(p.target());
+    if (existing.isPresent() && MountTable.isMountPoint(p.target())) {
+      Published e = existing.get();
+      if (c.accessType() == p.accessType() && e.sameAs(p.stagingPath(), p.readOnly(), p.mode(), p.mountFlags())) {
+        return;
+      }
+      throw CsiException.alreadyExists(
+          "target_path " + p.target() + " is already published for volume " + p.volumeId() + " ("
+              + describe(c.accessType(), c.fsType()) + ", readonly=" + e.readOnly() + ", "
+              + describe(e.mode(), e.mountFlags()) + ", from " + e.stagingPath() + "); this request asks for "
+              + describe(p.accessType(), c.fsType()) + ", readonly=" + p.readOnly() + ", "
+              + describe(Optional.of(p.mode()), p.mountFlags()) + ", from " + p.stagingPath());
     }
     if (c.accessType() != p.accessType()) {
       throw CsiException.invalid(
           "volume_capability asks for " + describe(p.accessType(), "") + " but volume " + p.volumeId()
               + " was staged for " + describe(c.accessType(), c.fsType()));
     }
-    Optional<Published> existing = c.target(p.target());
-    if (existing.isPresent() && MountTable.isMountPoint(p.target())) {
-      Published e = existing.get();
-      if (e.readOnly() == p.readOnly() && e.stagingPath().equals(p.stagingPath())) {
-        return;
-      }
-      throw CsiException.alreadyExists(
-          "target_path " + p.target() + " is already published for volume " + p.volumeId() + " with readonly="
-              + e.readOnly() + " from " + e.stagingPath() + "; this request differs");
+    StagedVolume live = pruneTargets(c);
+    List<Published> others = live.targets().stream().filter(t -> !t.target().equals(p.target())).toList();
+    boolean soleTarget = p.mode().soleTarget()
+        || others.stream().anyMatch(t -> t.mode().map(AccessMode::soleTarget).orElse(false));
+    if (!others.isEmpty() && soleTarget) {
+      throw CsiException.failedPrecondition(
+          "volume " + p.volumeId() + " is published on this node at "
+              + others.stream().map(t -> t.target() + " (" + t.mode().map(Enum::name).orElse("mode unknown") + ")")
+                  .toList()
+              + "; " + AccessMode.SINGLE_NODE_SINGLE_WRITER + " allows a single publish target per node, so"
+              + " target_path " + p.target() + " (" + p.mode() + ") is refused; unpublish the other target first");
     }
-    Published entry = new Published(p.target(), p.stagingPath(), p.readOnly());
-    journal.put(c.withTarget(entry));
+    Published entry = new Published(p.target(), p.stagingPath(), p.readOnly(), Optional.of(p.mode()), p.mountFlags());
+    journal.put(live.withTarget(entry));
     boolean created = false;
     try {
       if (p.accessType() == AccessType.MOUNT) {
         created = createDirectory(p.target());
         timedRun("bind", () -> Mounts.bind(p.stagingPath(), p.target(), p.readOnly()));
       } else {
-        Path device = c.device().orElseThrow(() -> CsiException.failedPrecondition(
+        Path device = live.device().orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " has no device recorded; stage it again"));
         created = createFile(p.target());
         timedRun("bind", () -> Mounts.bind(device, p.target(), p.readOnly()));
@@ -272,7 +341,7 @@ public final class NodeEngine {
         if (created) {
           Files.deleteIfExists(p.target());
         }
-        journal.put(journal.get(p.volumeId()).orElse(c).withoutTarget(p.target()));
+        journal.put(journal.get(p.volumeId()).orElse(live).withoutTarget(p.target()));
       } catch (IOException | RuntimeException cleanup) {
         LOG.log(System.Logger.Level.WARNING, "could not roll back a failed publish at " + p.target(), cleanup);
       }
@@ -311,19 +380,11 @@ public final class NodeEngine {
   }
 
   /**
-   * The mounts stacked at exactly {@code path} (after resolving symlinks, as {@link MountTable#at} does)
-   * in an already read table; empty when nothing is mounted there or the path does not exist.
+   * The mounts stacked at exactly {@code path} in an already read table, as {@link MountTable#at} sees
+   * them; empty when nothing is mounted there or the path does not exist.
    */
   private static List<MountEntry> mountsAt(List<MountEntry> table, Path path) {
-    Path resolved;
-    try {
-      resolved = path.toRealPath();
-    } catch (NoSuchFileException e) {
-      return List.of();
-    } catch (IOException e) {
-      throw new StorageException("cannot resolve " + path, e);
-    }
-    return table.stream().filter(m -> m.mountPoint().equals(resolved)).toList();
+    return MountTable.stackedAt(table, path);
   }
 
   /** The one on top: mounting over a mount point makes the new mount the child of the one it covers. */
@@ -423,7 +484,13 @@ public final class NodeEngine {
   public List<String> reconcile() {
     Set<Path> mounted = MountTable.read().stream().map(MountEntry::mountPoint).collect(Collectors.toSet());
     List<String> findings = new ArrayList<>();
-    for (StagedVolume v : journal.all()) {
+    for (StagedVolume recorded : journal.all()) {
+      // Records written before paths were resolved hold them as the CO spelt them; compared with the
+      // mount table as they are, a symlinked data directory would make every live target look gone.
+      StagedVolume v = canonicalPaths(recorded);
+      if (!v.equals(recorded)) {
+        journal.put(v);
+      }
       List<Published> live = v.targets().stream().filter(t -> mounted.contains(t.target())).toList();
       for (Published t : v.targets()) {
         if (!live.contains(t)) {
@@ -433,11 +500,13 @@ public final class NodeEngine {
       if (live.size() != v.targets().size()) {
         journal.put(v.withTargets(live));
       }
-      if (v.accessType() == AccessType.MOUNT) {
-        for (Path staging : v.stagingPaths()) {
-          if (!mounted.contains(staging)) {
-            findings.add("volume " + v.volumeId() + ": staging path " + staging + " is not mounted");
-          }
+      for (Staging staging : v.stagings()) {
+        if (v.accessType() == AccessType.MOUNT && !mounted.contains(staging.path())) {
+          findings.add("volume " + v.volumeId() + ": staging path " + staging.path() + " is not mounted");
+        }
+        if (!staging.complete()) {
+          findings.add("volume " + v.volumeId() + ": the stage at " + staging.path() + " did not complete; the next"
+              + " NodeStageVolume there runs every step again");
         }
       }
       VolumeHealth h = backend.health(v.ref(), v.device());
@@ -446,6 +515,16 @@ public final class NodeEngine {
       }
     }
     return findings;
+  }
+
+  private static StagedVolume canonicalPaths(StagedVolume v) {
+    return v.withStagings(v.stagings().stream()
+            .map(s -> new Staging(AllowedRoots.canonical(s.path()), s.mode(), s.mountFlags(), s.complete()))
+            .toList())
+        .withTargets(v.targets().stream()
+            .map(t -> new Published(AllowedRoots.canonical(t.target()), AllowedRoots.canonical(t.stagingPath()),
+                t.readOnly(), t.mode(), t.mountFlags()))
+            .toList());
   }
 
   // ---- helpers ---------------------------------------------------------------------------------
@@ -467,6 +546,10 @@ public final class NodeEngine {
 
   private static String describe(AccessType type, String fsType) {
     return type == AccessType.BLOCK ? "block access" : "a " + fsType + " mount";
+  }
+
+  private static String describe(Optional<AccessMode> mode, List<String> mountFlags) {
+    return "access mode " + mode.map(Enum::name).orElse("(not recorded)") + " and mount flags " + mountFlags;
   }
 
   private static boolean createDirectory(Path dir) {

@@ -2,6 +2,7 @@ package dev.caravan.csi.node;
 
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.node.StagedVolume.Staging;
 import dev.caravan.storage.file.AtomicFiles;
 import java.io.IOException;
 import java.io.StringReader;
@@ -148,14 +149,22 @@ public final class NodeJournal {
     p.setProperty("mountFlags", String.join(",", v.mountFlags()));
     v.device().ifPresent(d -> p.setProperty("device", d.toString()));
     v.context().forEach((k, val) -> p.setProperty("context." + k, val));
-    for (int i = 0; i < v.stagingPaths().size(); i++) {
-      p.setProperty("staging." + i, v.stagingPaths().get(i).toString());
+    for (int i = 0; i < v.stagings().size(); i++) {
+      Staging s = v.stagings().get(i);
+      String key = "staging." + i;
+      p.setProperty(key, s.path().toString());
+      s.mode().ifPresent(m -> p.setProperty(key + ".mode", m.name()));
+      p.setProperty(key + ".mountFlags", String.join(",", s.mountFlags()));
+      p.setProperty(key + ".complete", Boolean.toString(s.complete()));
     }
     for (int i = 0; i < v.targets().size(); i++) {
       Published t = v.targets().get(i);
-      p.setProperty("target." + i + ".path", t.target().toString());
-      p.setProperty("target." + i + ".staging", t.stagingPath().toString());
-      p.setProperty("target." + i + ".readOnly", Boolean.toString(t.readOnly()));
+      String key = "target." + i;
+      p.setProperty(key + ".path", t.target().toString());
+      p.setProperty(key + ".staging", t.stagingPath().toString());
+      p.setProperty(key + ".readOnly", Boolean.toString(t.readOnly()));
+      t.mode().ifPresent(m -> p.setProperty(key + ".mode", m.name()));
+      p.setProperty(key + ".mountFlags", String.join(",", t.mountFlags()));
     }
     StringWriter w = new StringWriter();
     try {
@@ -166,6 +175,11 @@ public final class NodeJournal {
     return w.toString().getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * Reads a record. Keys added later have defaults that read older records as they were meant: no
+   * mode (unknown), the volume's mount flags for each staging, and a staging counts as complete when
+   * the device is recorded (older engines recorded it after every step).
+   */
   static StagedVolume decode(byte[] bytes) {
     Properties p = new Properties();
     try {
@@ -179,27 +193,41 @@ public final class NodeJournal {
         context.put(key.substring("context.".length()), p.getProperty(key));
       }
     }
-    List<Path> staging = new ArrayList<>();
+    String device = p.getProperty("device");
+    String volumeFlags = p.getProperty("mountFlags", "");
+    List<Staging> stagings = new ArrayList<>();
     for (int i = 0; p.getProperty("staging." + i) != null; i++) {
-      staging.add(Path.of(p.getProperty("staging." + i)));
+      String complete = p.getProperty("staging." + i + ".complete");
+      stagings.add(new Staging(
+          Path.of(p.getProperty("staging." + i)),
+          mode(p.getProperty("staging." + i + ".mode")),
+          flags(p.getProperty("staging." + i + ".mountFlags", volumeFlags)),
+          complete == null ? device != null : Boolean.parseBoolean(complete)));
     }
     List<Published> targets = new ArrayList<>();
     for (int i = 0; p.getProperty("target." + i + ".path") != null; i++) {
       targets.add(new Published(
           Path.of(p.getProperty("target." + i + ".path")),
           Path.of(p.getProperty("target." + i + ".staging")),
-          Boolean.parseBoolean(p.getProperty("target." + i + ".readOnly"))));
+          Boolean.parseBoolean(p.getProperty("target." + i + ".readOnly")),
+          mode(p.getProperty("target." + i + ".mode")),
+          flags(p.getProperty("target." + i + ".mountFlags", ""))));
     }
-    String flags = p.getProperty("mountFlags", "");
-    String device = p.getProperty("device");
     return new StagedVolume(
         p.getProperty("volumeId"),
         context,
         AccessType.valueOf(p.getProperty("accessType")),
         p.getProperty("fsType", ""),
-        flags.isEmpty() ? List.of() : List.of(flags.split(",")),
         device == null ? Optional.empty() : Optional.of(Path.of(device)),
-        staging,
+        stagings,
         targets);
+  }
+
+  private static Optional<AccessMode> mode(String name) {
+    return name == null ? Optional.empty() : Optional.of(AccessMode.valueOf(name));
+  }
+
+  private static List<String> flags(String joined) {
+    return joined.isEmpty() ? List.of() : List.of(joined.split(","));
   }
 }

@@ -7,37 +7,111 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The node journal's record of one volume on this node: how and where it is staged, its device, and
- * every publish target.
+ * every publish target. Paths are as {@link AllowedRoots#canonical} makes them (parents resolved), so
+ * they compare equal to what the mount table shows.
  *
  * @param fsType the filesystem for mount access; empty for block access
- * @param device the attached block device, once known
- * @param stagingPaths where the volume is staged (Nomad stages once per usage, so there can be more than one)
+ * @param device the attached block device, once a stage has completed
+ * @param stagings where the volume is staged (Nomad stages once per usage, so there can be more than one)
  */
 public record StagedVolume(
     String volumeId,
     Map<String, String> context,
     AccessType accessType,
     String fsType,
-    List<String> mountFlags,
     Optional<Path> device,
-    List<Path> stagingPaths,
+    List<Staging> stagings,
     List<Published> targets) {
 
-  /** One publish target: where, bound from which staging path, read-only or not. */
-  public record Published(Path target, Path stagingPath, boolean readOnly) {}
+  /**
+   * One staging path and the capability it was staged with.
+   *
+   * @param mode the access mode; empty in records written before modes were kept
+   * @param complete whether every step of NodeStageVolume finished there (attach, format, grow,
+   *     mount); false while a stage is under way, and after one that failed or was cut short
+   */
+  public record Staging(Path path, Optional<AccessMode> mode, List<String> mountFlags, boolean complete) {
+    public Staging {
+      mountFlags = List.copyOf(mountFlags);
+    }
+
+    /** Same mode (when known) and the same mount flags, in any order. */
+    public boolean sameCapability(AccessMode otherMode, List<String> otherFlags) {
+      return mode.map(m -> m == otherMode).orElse(true) && Set.copyOf(mountFlags).equals(Set.copyOf(otherFlags));
+    }
+
+    Staging completed() {
+      return new Staging(path, mode, mountFlags, true);
+    }
+
+    Staging incomplete() {
+      return new Staging(path, mode, mountFlags, false);
+    }
+  }
+
+  /**
+   * One publish target: where, bound from which staging path, read-only or not, in which access mode
+   * and with which mount flags.
+   *
+   * @param mode the access mode; empty in records written before modes were kept
+   */
+  public record Published(
+      Path target, Path stagingPath, boolean readOnly, Optional<AccessMode> mode, List<String> mountFlags) {
+    public Published {
+      mountFlags = List.copyOf(mountFlags);
+    }
+
+    /** A target whose mode and flags are not known (the shape of records before they were kept). */
+    public Published(Path target, Path stagingPath, boolean readOnly) {
+      this(target, stagingPath, readOnly, Optional.empty(), List.of());
+    }
+
+    /** Same staging path, read-only flag, mode (when known) and mount flags (in any order). */
+    public boolean sameAs(Path otherStaging, boolean otherReadOnly, AccessMode otherMode, List<String> otherFlags) {
+      return stagingPath.equals(otherStaging) && readOnly == otherReadOnly
+          && mode.map(m -> m == otherMode).orElse(true)
+          && Set.copyOf(mountFlags).equals(Set.copyOf(otherFlags));
+    }
+  }
 
   public StagedVolume {
     context = Map.copyOf(context);
-    mountFlags = List.copyOf(mountFlags);
-    stagingPaths = List.copyOf(stagingPaths);
+    stagings = List.copyOf(stagings);
     targets = List.copyOf(targets);
+  }
+
+  /**
+   * The shape records had before stagings carried their capability: every staging path counts as
+   * complete once the device is recorded (the engine recorded it last), with {@code mountFlags}.
+   */
+  public StagedVolume(
+      String volumeId, Map<String, String> context, AccessType accessType, String fsType, List<String> mountFlags,
+      Optional<Path> device, List<Path> stagingPaths, List<Published> targets) {
+    this(volumeId, context, accessType, fsType, device,
+        stagingPaths.stream().map(p -> new Staging(p, Optional.empty(), mountFlags, device.isPresent())).toList(),
+        targets);
   }
 
   public VolumeRef ref() {
     return new VolumeRef(volumeId, context);
+  }
+
+  /** Every path where the volume is staged, complete or not. */
+  public List<Path> stagingPaths() {
+    return stagings.stream().map(Staging::path).toList();
+  }
+
+  /** The mount flags of the first staging (what the volume was first mounted with); empty if none. */
+  public List<String> mountFlags() {
+    return stagings.isEmpty() ? List.of() : stagings.getFirst().mountFlags();
+  }
+
+  public Optional<Staging> staging(Path path) {
+    return stagings.stream().filter(s -> s.path().equals(path)).findFirst();
   }
 
   public Optional<Published> target(Path target) {
@@ -45,42 +119,54 @@ public record StagedVolume(
   }
 
   public boolean knowsPath(Path path) {
-    return stagingPaths.contains(path) || target(path).isPresent();
+    return staging(path).isPresent() || target(path).isPresent();
   }
 
-  StagedVolume withStagingPath(Path staging) {
-    if (stagingPaths.contains(staging)) {
-      return this;
+  /** This record with {@code s} added, or replacing the staging at the same path. */
+  StagedVolume withStaging(Staging s) {
+    List<Staging> list = new ArrayList<>(stagings);
+    int at = -1;
+    for (int i = 0; i < list.size(); i++) {
+      if (list.get(i).path().equals(s.path())) {
+        at = i;
+      }
     }
-    List<Path> paths = new ArrayList<>(stagingPaths);
-    paths.add(staging);
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, device, paths, targets);
+    if (at >= 0) {
+      list.set(at, s);
+    } else {
+      list.add(s);
+    }
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
   }
 
   StagedVolume withoutStagingPath(Path staging) {
-    List<Path> paths = new ArrayList<>(stagingPaths);
-    paths.remove(staging);
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, device, paths, targets);
+    List<Staging> list = new ArrayList<>(stagings);
+    list.removeIf(s -> s.path().equals(staging));
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
+  }
+
+  StagedVolume withStagings(List<Staging> list) {
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
   }
 
   StagedVolume withDevice(Path dev) {
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, Optional.of(dev), stagingPaths, targets);
+    return new StagedVolume(volumeId, context, accessType, fsType, Optional.of(dev), stagings, targets);
   }
 
   StagedVolume withTarget(Published p) {
     List<Published> list = new ArrayList<>(targets);
     list.removeIf(t -> t.target().equals(p.target()));
     list.add(p);
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, device, stagingPaths, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
   }
 
   StagedVolume withoutTarget(Path target) {
     List<Published> list = new ArrayList<>(targets);
     list.removeIf(t -> t.target().equals(target));
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, device, stagingPaths, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
   }
 
   StagedVolume withTargets(List<Published> list) {
-    return new StagedVolume(volumeId, context, accessType, fsType, mountFlags, device, stagingPaths, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
   }
 }

@@ -6,6 +6,8 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.node.AccessMode;
+import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.server.VolumeLocks;
 import dev.caravan.csi.v1.NodeExpandVolumeRequest;
@@ -26,6 +28,7 @@ import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeResponse;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeResponse;
+import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeUsage;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
@@ -33,8 +36,39 @@ import java.util.List;
 
 /**
  * Node service: validates and translates requests, serializes them per volume, and delegates to the
- * generic {@link NodeEngine}. Volume ids are checked with the backend's id rules before any path is
- * derived from them.
+ * generic {@link NodeEngine}.
+ *
+ * <h2>Order of checks</h2>
+ *
+ * The spec leaves the order to the plugin when several conditions hold at once (csi-spec-rules.md
+ * §3). Every node RPC answers with the first of these that fails:
+ *
+ * <ol>
+ *   <li>Required fields present: INVALID_ARGUMENT naming the field. An empty {@code
+ *       staging_target_path} in NodePublishVolume is FAILED_PRECONDITION instead, the spec's own row
+ *       for a plugin that advertises STAGE_UNSTAGE_VOLUME.
+ *   <li>{@code volume_id} well formed by the backend's id rules: INVALID_ARGUMENT. No malformed id
+ *       reaches a lookup.
+ *   <li>The other fields that are not paths ({@code volume_capability}, {@code capacity_range},
+ *       {@code volume_context.fsType}): INVALID_ARGUMENT.
+ *   <li>Which volume, from this node's journal (under the volume's lock, except in the read-only
+ *       NodeGetVolumeStats), before anything about the paths:
+ *       <ul>
+ *         <li>NodeStageVolume: staged here or known to the backend, else NOT_FOUND;
+ *         <li>NodePublishVolume: staged here, else FAILED_PRECONDITION if the backend knows it (stage
+ *             it first) and NOT_FOUND if not;
+ *         <li>NodeGetVolumeStats, NodeExpandVolume: staged or published here, else NOT_FOUND;
+ *         <li>NodeUnstageVolume, NodeUnpublishVolume: nothing of the volume on this node, so nothing
+ *             to undo: OK at once (a replay after the volume is gone succeeds).
+ *       </ul>
+ *   <li>Paths: absolute and normalized ({@link Validate#path}), then below an allowed root with no
+ *       symlink between root and path nor at the path ({@link AllowedRoots#resolve}):
+ *       INVALID_ARGUMENT naming the field. Nothing is created, mounted or unmounted before this.
+ *   <li>The operation's own state checks in {@link NodeEngine}: ALREADY_EXISTS for a repeat with an
+ *       incompatible capability, FAILED_PRECONDITION for a second target of a
+ *       SINGLE_NODE_SINGLE_WRITER volume or an unstage under live targets, NOT_FOUND for a path that
+ *       is not the volume's, and so on.
+ * </ol>
  */
 public final class NodeService extends NodeGrpc.NodeImplBase {
   private static final List<NodeServiceCapability.RPC.Type> CAPABILITIES =
@@ -48,13 +82,16 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   private final NodeEngine engine;
   private final ControllerBackend ids;
   private final VolumeLocks locks;
+  private final AllowedRoots roots;
   private final String nodeId;
   private final long maxVolumes;
 
-  public NodeService(NodeEngine engine, ControllerBackend ids, VolumeLocks locks, String nodeId, long maxVolumes) {
+  public NodeService(
+      NodeEngine engine, ControllerBackend ids, VolumeLocks locks, AllowedRoots roots, String nodeId, long maxVolumes) {
     this.engine = engine;
     this.ids = ids;
     this.locks = locks;
+    this.roots = roots;
     this.nodeId = nodeId;
     this.maxVolumes = maxVolumes;
   }
@@ -62,17 +99,23 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeStageVolume(NodeStageVolumeRequest req, StreamObserver<NodeStageVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path staging = Validate.path("staging_target_path", req.getStagingTargetPath());
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("staging_target_path", req.getStagingTargetPath());
       if (!req.hasVolumeCapability()) {
         throw CsiException.invalid("volume_capability is required");
       }
+      ids.checkVolumeId("volume_id", id);
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       String fsType = cap.fsType().orElseGet(() -> contextFsType(req.getVolumeContextMap().get("fsType")));
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+        if (engine.journal().get(id).isEmpty() && ids.findVolume(id).isEmpty()) {
+          throw CsiException.notFound("volume_id " + IdRules.printable(id) + " does not exist");
+        }
+        Path staging = path("staging_target_path", req.getStagingTargetPath());
         engine.stage(new NodeEngine.StageSpec(
-            new VolumeRef(req.getVolumeId(), req.getVolumeContextMap()), staging, cap.accessType(), fsType,
-            cap.mountFlags(), cap.readOnlyMode()));
+            new VolumeRef(id, req.getVolumeContextMap()), staging, cap.accessType(), fsType, cap.mountFlags(),
+            mode(req.getVolumeCapability())));
       }
       return NodeStageVolumeResponse.getDefaultInstance();
     });
@@ -93,10 +136,14 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeUnstageVolume(NodeUnstageVolumeRequest req, StreamObserver<NodeUnstageVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path staging = Validate.path("staging_target_path", req.getStagingTargetPath());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
-        engine.unstage(req.getVolumeId(), staging);
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("staging_target_path", req.getStagingTargetPath());
+      ids.checkVolumeId("volume_id", id);
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+        if (engine.journal().get(id).isPresent()) {
+          engine.unstage(id, path("staging_target_path", req.getStagingTargetPath()));
+        }
       }
       return NodeUnstageVolumeResponse.getDefaultInstance();
     });
@@ -105,22 +152,35 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodePublishVolume(NodePublishVolumeRequest req, StreamObserver<NodePublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path target = Validate.path("target_path", req.getTargetPath());
-      if (req.getStagingTargetPath().isEmpty()) {
-        throw CsiException.invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)");
-      }
-      Path staging = Validate.path("staging_target_path", req.getStagingTargetPath());
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("target_path", req.getTargetPath());
       if (!req.hasVolumeCapability()) {
         throw CsiException.invalid("volume_capability is required");
       }
-      Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
-      if (target.startsWith(staging) || staging.startsWith(target)) {
-        throw CsiException.invalid("target_path and staging_target_path must not contain one another");
+      if (req.getStagingTargetPath().isEmpty()) {
+        throw CsiException.failedPrecondition(
+            "staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume"
+                + " comes first and its staging_target_path goes with every NodePublishVolume");
       }
+      ids.checkVolumeId("volume_id", id);
+      Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       boolean readOnly = req.getReadonly() || cap.readOnlyMode();
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
-        engine.publish(new NodeEngine.PublishSpec(req.getVolumeId(), staging, target, cap.accessType(), readOnly));
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+        if (engine.journal().get(id).isEmpty()) {
+          if (ids.findVolume(id).isEmpty()) {
+            throw CsiException.notFound("volume_id " + IdRules.printable(id) + " does not exist");
+          }
+          throw CsiException.failedPrecondition(
+              "volume " + id + " is not staged on this node; call NodeStageVolume first");
+        }
+        Path target = path("target_path", req.getTargetPath());
+        Path staging = path("staging_target_path", req.getStagingTargetPath());
+        if (target.startsWith(staging) || staging.startsWith(target)) {
+          throw CsiException.invalid("target_path and staging_target_path must not contain one another");
+        }
+        engine.publish(new NodeEngine.PublishSpec(id, staging, target, cap.accessType(), readOnly,
+            mode(req.getVolumeCapability()), cap.mountFlags()));
       }
       return NodePublishVolumeResponse.getDefaultInstance();
     });
@@ -129,10 +189,14 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeUnpublishVolume(NodeUnpublishVolumeRequest req, StreamObserver<NodeUnpublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path target = Validate.path("target_path", req.getTargetPath());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
-        engine.unpublish(req.getVolumeId(), target);
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("target_path", req.getTargetPath());
+      ids.checkVolumeId("volume_id", id);
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+        if (engine.journal().get(id).isPresent()) {
+          engine.unpublish(id, path("target_path", req.getTargetPath()));
+        }
       }
       return NodeUnpublishVolumeResponse.getDefaultInstance();
     });
@@ -141,9 +205,12 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeGetVolumeStats(NodeGetVolumeStatsRequest req, StreamObserver<NodeGetVolumeStatsResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path path = Validate.path("volume_path", req.getVolumePath());
-      NodeEngine.Stats stats = engine.stats(req.getVolumeId(), path);
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("volume_path", req.getVolumePath());
+      ids.checkVolumeId("volume_id", id);
+      requireOnThisNode(id);
+      NodeEngine.Stats stats = engine.stats(id, path("volume_path", req.getVolumePath()));
       NodeGetVolumeStatsResponse.Builder b = NodeGetVolumeStatsResponse.newBuilder()
           .setVolumeCondition(Convert.condition(stats.health()));
       if (stats.fs().isPresent()) {
@@ -162,24 +229,50 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeExpandVolume(NodeExpandVolumeRequest req, StreamObserver<NodeExpandVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
-      Path path = Validate.path("volume_path", req.getVolumePath());
+      String id = req.getVolumeId();
+      Validate.required("volume_id", id);
+      Validate.required("volume_path", req.getVolumePath());
+      ids.checkVolumeId("volume_id", id);
       if (req.hasCapacityRange()) {
         Validate.capacity("capacity_range", req.getCapacityRange());
       }
       if (req.hasVolumeCapability()) {
         Validate.capability("volume_capability", req.getVolumeCapability());
       }
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
-        long size = engine.expand(req.getVolumeId(), path);
+      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+        requireOnThisNode(id);
+        long size = engine.expand(id, path("volume_path", req.getVolumePath()));
         if (req.hasCapacityRange() && req.getCapacityRange().getRequiredBytes() > size) {
           throw CsiException.outOfRange(
-              "the device of volume " + req.getVolumeId() + " is " + size + " bytes, below capacity_range.required_bytes "
+              "the device of volume " + id + " is " + size + " bytes, below capacity_range.required_bytes "
                   + req.getCapacityRange().getRequiredBytes() + "; expand it with ControllerExpandVolume first");
         }
         return NodeExpandVolumeResponse.newBuilder().setCapacityBytes(size).build();
       }
     });
+  }
+
+  private void requireOnThisNode(String id) {
+    if (engine.journal().get(id).isEmpty()) {
+      throw CsiException.notFound("volume " + IdRules.printable(id) + " is not staged or published on this node");
+    }
+  }
+
+  /** A request path as the engine works on it: well formed, then resolved within the allowed roots. */
+  private Path path(String field, String value) {
+    return roots.resolve(field, Validate.path(field, value));
+  }
+
+  /** The CSI access mode, which {@link Validate#capability} has already limited to the single-node ones. */
+  private static AccessMode mode(VolumeCapability cap) {
+    return switch (cap.getAccessMode().getMode()) {
+      case SINGLE_NODE_WRITER -> AccessMode.SINGLE_NODE_WRITER;
+      case SINGLE_NODE_READER_ONLY -> AccessMode.SINGLE_NODE_READER_ONLY;
+      case SINGLE_NODE_SINGLE_WRITER -> AccessMode.SINGLE_NODE_SINGLE_WRITER;
+      case SINGLE_NODE_MULTI_WRITER -> AccessMode.SINGLE_NODE_MULTI_WRITER;
+      default -> throw CsiException.invalid(
+          "volume_capability.access_mode.mode " + cap.getAccessMode().getMode() + " is not supported on a node");
+    };
   }
 
   @Override

@@ -126,7 +126,7 @@ class LocalGuestTest {
   private void startInProcess() throws IOException {
     Path data = work.resolve("data");
     plugin = Plugin.start(new Plugin.Settings("local", work.resolve("csi.sock"), NODE, data, data.resolve("node"),
-        IdentityService.defaultName("local"), 0, options()));
+        IdentityService.defaultName("local"), 0, options()).withAllowedRoots(List.of(work)));
     connect();
   }
 
@@ -390,7 +390,8 @@ class LocalGuestTest {
     Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
         "-cp", classPath(), "dev.caravan.csi.cli.Main", "serve",
         "--driver=local", "--endpoint", "unix://" + socket, "--node-id", NODE,
-        "--data-dir", work.resolve("data").toString(), "--config", config.toString())
+        "--data-dir", work.resolve("data").toString(), "--config", config.toString(),
+        "--allowed-root", work.toString())
         .redirectErrorStream(true).redirectOutput(log.toFile()).start();
     processes.add(p);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(240);
