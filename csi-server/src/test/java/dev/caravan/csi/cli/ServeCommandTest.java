@@ -1,0 +1,18 @@
+package dev.caravan.csi.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+class ServeCommandTest {
+  @Test
+  void allowedRootIsRepeatableAndDocumented() {
+    ServeCommand serve = new ServeCommand();
+    CommandLine cli = new CommandLine(serve);
+    cli.parseArgs("--allowed-root", "/srv/nomad/client/csi", "--allowed-root=/local/csi");
+    assertThat(serve.allowedRoots).containsExactly(Path.of("/srv/nomad/client/csi"), Path.of("/local/csi"));
+    assertThat(cli.getUsageMessage()).contains("--allowed-root", "<state_dir>/csi", "/local/csi");
+  }
+}

@@ -1,0 +1,79 @@
+package dev.caravan.csi.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.csi.backend.CsiException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** How request and journal paths are resolved and confined, on a real directory tree with real symlinks. */
+class AllowedRootsTest {
+  @TempDir Path dir;
+
+  @Test
+  void theDefaultRootFollowsNomadsHostLayoutElseTheTaskRoot() {
+    assertThat(AllowedRoots.defaultFor(Path.of("/opt/nomad/data/client/csi/plugins/4f2a/csi.sock")))
+        .containsExactly(Path.of("/opt/nomad/data/client/csi"));
+    assertThat(AllowedRoots.defaultFor(Path.of("/csi/csi.sock"))).containsExactly(Path.of("/local/csi"));
+    assertThat(AllowedRoots.defaultFor(Path.of("/run/caravan/csi.sock"))).containsExactly(Path.of("/local/csi"));
+    assertThat(AllowedRoots.defaultFor(Path.of("/var/csi/plugins/a/other.sock"))).containsExactly(Path.of("/local/csi"));
+  }
+
+  @Test
+  void aRootReachedThroughASymlinkAcceptsPathsSpeltEitherWay() throws IOException {
+    Path real = Files.createDirectories(dir.resolve("disk/nomad/client/csi"));
+    Path link = Files.createSymbolicLink(dir.resolve("nomad"), dir.resolve("disk/nomad"));
+    AllowedRoots roots = AllowedRoots.of(List.of(link.resolve("client/csi")));
+    assertThat(roots.resolved()).containsExactly(real.toRealPath());
+    Path parent = Files.createDirectories(real.resolve("monolith/caravan/per-alloc/a1/v"));
+
+    Path viaLink = link.resolve("client/csi/monolith/caravan/per-alloc/a1/v/rw");
+    assertThat(roots.resolve("target_path", viaLink)).isEqualTo(parent.toRealPath().resolve("rw"));
+    assertThat(roots.resolve("target_path", parent.resolve("rw"))).isEqualTo(parent.toRealPath().resolve("rw"));
+    // directories Nomad has not created yet are kept as written
+    assertThat(roots.resolve("target_path", link.resolve("client/csi/monolith/caravan/per-alloc/a2/v/rw")))
+        .isEqualTo(real.toRealPath().resolve("monolith/caravan/per-alloc/a2/v/rw"));
+  }
+
+  @Test
+  void refusesPathsOutsideTheRootsAndSymlinksBelowThemOrAtThePath() throws IOException {
+    Path root = Files.createDirectories(dir.resolve("state/csi"));
+    Path outside = Files.createDirectories(dir.resolve("outside"));
+    Path inside = Files.createDirectories(root.resolve("monolith/caravan/real"));
+    AllowedRoots roots = AllowedRoots.of(List.of(root));
+
+    assertRefused(roots, outside.resolve("x"), "not below an allowed root");
+    assertRefused(roots, root, "not below an allowed root");
+    Files.createSymbolicLink(root.resolve("monolith/caravan/out"), outside);
+    assertRefused(roots, root.resolve("monolith/caravan/out/x"), "passes through the symlink");
+    Files.createSymbolicLink(root.resolve("monolith/caravan/in"), inside);
+    assertRefused(roots, root.resolve("monolith/caravan/in/x"), "passes through the symlink");
+    Files.createSymbolicLink(root.resolve("monolith/caravan/dangling"), dir.resolve("nowhere"));
+    assertRefused(roots, root.resolve("monolith/caravan/dangling/x"), "passes through the symlink");
+    assertRefused(roots, root.resolve("monolith/caravan/in"), "is a symlink");
+    assertThat(roots.resolve("f", root.resolve("monolith/caravan/real/x"))).isEqualTo(inside.toRealPath().resolve("x"));
+  }
+
+  @Test
+  void canonicalResolvesTheParentsButNeverTheLastComponent() throws IOException {
+    Path real = Files.createDirectories(dir.resolve("real"));
+    Path link = Files.createSymbolicLink(dir.resolve("link"), real);
+    assertThat(AllowedRoots.canonical(link)).isEqualTo(dir.toRealPath().resolve("link"));
+    assertThat(AllowedRoots.canonical(link.resolve("x"))).isEqualTo(real.toRealPath().resolve("x"));
+    assertThat(AllowedRoots.canonical(link.resolve("missing/deeper/x")))
+        .isEqualTo(real.toRealPath().resolve("missing/deeper/x"));
+  }
+
+  private static void assertRefused(AllowedRoots roots, Path path, String rule) {
+    assertThatThrownBy(() -> roots.resolve("target_path", path))
+        .isInstanceOfSatisfying(CsiException.class, e -> assertThat(e.kind()).isEqualTo(CsiException.Kind.INVALID_ARGUMENT))
+        .hasMessageContaining("target_path")
+        .hasMessageContaining(path.toString())
+        .hasMessageContaining(rule);
+  }
+}
