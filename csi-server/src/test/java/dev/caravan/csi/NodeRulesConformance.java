@@ -166,10 +166,12 @@ abstract class NodeRulesConformance {
       assertThat(code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(gone)
           .setStagingTargetPath(staging.toString()).setTargetPath(path).setVolumeCapability(cap).build())))
           .as("publish at %s", path).isEqualTo(Code.NOT_FOUND);
-      assertThat(code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(unstaged)
-          .setStagingTargetPath(staging.toString()).setTargetPath(path).setVolumeCapability(cap).build())))
-          .as("publish of a volume not staged here, at %s", path).isEqualTo(Code.FAILED_PRECONDITION);
     }
+    // a volume that exists but is not staged here: its request is checked, then the state
+    assertThat(code(() -> f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(unstaged)
+        .setStagingTargetPath(staging.toString()).setTargetPath("relative/path").setVolumeCapability(cap).build())))
+        .isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> publish(unstaged, staging, target, cap, false))).isEqualTo(Code.FAILED_PRECONDITION);
     // empty required fields are still INVALID_ARGUMENT, known volume or not
     assertThat(code(() -> stats(gone, ""))).isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(code(() -> stats("", staging.toString()))).isEqualTo(Code.INVALID_ARGUMENT);

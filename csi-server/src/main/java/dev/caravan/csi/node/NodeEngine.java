@@ -168,8 +168,9 @@ public final class NodeEngine {
     // next read-write stage or NodeExpandVolume does.
     boolean growOnline = false;
     Optional<String> offlineFailure = Optional.empty();
-    if (outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly()
-        && Filesystems.size(device, fs) < BlockDevices.size(device)) {
+    long fsBytes = outcome == FormatOutcome.ALREADY_FORMATTED && !s.readOnly() ? Filesystems.size(device, fs) : 0;
+    long deviceBytes = fsBytes > 0 ? BlockDevices.size(device) : 0;
+    if (fsBytes < deviceBytes) {
       if (fs == FsType.EXT4) {
         offlineFailure = growUnmounted(id, device);
         growOnline = offlineFailure.isPresent();
@@ -188,15 +189,15 @@ public final class NodeEngine {
     String mountData = data;
     timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
     if (growOnline) {
+      String before = offlineFailure.map(f -> " (growing it unmounted failed before: " + f + ")").orElse("");
       try {
         timedRun("grow", () -> Filesystems.grow(s.stagingPath()));
       } catch (StorageException e) {
         throw CsiException.internal(
             "NodeStageVolume of volume " + id + " failed at its grow step: the " + fsType + " filesystem on "
-                + device + " spans " + Filesystems.size(device, fs) + " of the device's " + BlockDevices.size(device)
-                + " bytes and could not be grown at staging_target_path " + s.stagingPath() + ": " + e.getMessage()
-                + offlineFailure.map(f -> " (growing it unmounted failed before: " + f + ")").orElse("")
-                + "; a repeated NodeStageVolume tries the grow again", e);
+                + device + " spans " + fsBytes + " of the device's " + deviceBytes + " bytes and could not be"
+                + " grown at staging_target_path " + s.stagingPath() + ": " + e.getMessage()
+                + before + "; a repeated NodeStageVolume tries the grow again", e);
       }
     }
   }

@@ -51,12 +51,13 @@ import java.util.List;
  *       reaches a lookup.
  *   <li>The other fields that are not paths ({@code volume_capability}, {@code capacity_range},
  *       {@code volume_context.fsType}): INVALID_ARGUMENT.
- *   <li>Which volume, from this node's journal (under the volume's lock, except in the read-only
- *       NodeGetVolumeStats), before anything about the paths:
+ *   <li>Which volume, from this node's journal and, for NodeStageVolume and NodePublishVolume, the
+ *       backend (under the volume's lock, except in the read-only NodeGetVolumeStats), before
+ *       anything about the paths:
  *       <ul>
- *         <li>NodeStageVolume: staged here or known to the backend, else NOT_FOUND;
- *         <li>NodePublishVolume: staged here, else FAILED_PRECONDITION if the backend knows it (stage
- *             it first) and NOT_FOUND if not;
+ *         <li>NodeStageVolume, NodePublishVolume: staged here or known to the backend, else
+ *             NOT_FOUND (a volume that exists but is not staged here is the FAILED_PRECONDITION of
+ *             step 6: its request is checked like any other);
  *         <li>NodeGetVolumeStats, NodeExpandVolume: staged or published here, else NOT_FOUND;
  *         <li>NodeUnstageVolume, NodeUnpublishVolume: nothing of the volume on this node, so nothing
  *             to undo: OK at once (a replay after the volume is gone succeeds).
@@ -65,9 +66,9 @@ import java.util.List;
  *       symlink between root and path nor at the path ({@link AllowedRoots#resolve}):
  *       INVALID_ARGUMENT naming the field. Nothing is created, mounted or unmounted before this.
  *   <li>The operation's own state checks in {@link NodeEngine}: ALREADY_EXISTS for a repeat with an
- *       incompatible capability, FAILED_PRECONDITION for a second target of a
- *       SINGLE_NODE_SINGLE_WRITER volume or an unstage under live targets, NOT_FOUND for a path that
- *       is not the volume's, and so on.
+ *       incompatible capability, FAILED_PRECONDITION for a publish of a volume not staged here (or
+ *       not at that staging path), a second target of a SINGLE_NODE_SINGLE_WRITER volume or an
+ *       unstage under live targets, NOT_FOUND for a path that is not the volume's, and so on.
  * </ol>
  */
 public final class NodeService extends NodeGrpc.NodeImplBase {
@@ -109,9 +110,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       String fsType = cap.fsType().orElseGet(() -> contextFsType(req.getVolumeContextMap().get("fsType")));
       try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
-        if (engine.journal().get(id).isEmpty() && ids.findVolume(id).isEmpty()) {
-          throw CsiException.notFound("volume_id " + IdRules.printable(id) + " does not exist");
-        }
+        requireExists(id);
         Path staging = path("staging_target_path", req.getStagingTargetPath());
         engine.stage(new NodeEngine.StageSpec(
             new VolumeRef(id, req.getVolumeContextMap()), staging, cap.accessType(), fsType, cap.mountFlags(),
@@ -167,13 +166,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       boolean readOnly = req.getReadonly() || cap.readOnlyMode();
       try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
-        if (engine.journal().get(id).isEmpty()) {
-          if (ids.findVolume(id).isEmpty()) {
-            throw CsiException.notFound("volume_id " + IdRules.printable(id) + " does not exist");
-          }
-          throw CsiException.failedPrecondition(
-              "volume " + id + " is not staged on this node; call NodeStageVolume first");
-        }
+        requireExists(id);
         Path target = path("target_path", req.getTargetPath());
         Path staging = path("staging_target_path", req.getStagingTargetPath());
         if (target.startsWith(staging) || staging.startsWith(target)) {
@@ -250,6 +243,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         return NodeExpandVolumeResponse.newBuilder().setCapacityBytes(size).build();
       }
     });
+  }
+
+  /** Staged on this node, or known to the backend. */
+  private void requireExists(String id) {
+    if (engine.journal().get(id).isEmpty() && ids.findVolume(id).isEmpty()) {
+      throw CsiException.notFound("volume_id " + IdRules.printable(id) + " does not exist");
+    }
   }
 
   private void requireOnThisNode(String id) {
