@@ -81,16 +81,13 @@ public final class Plugin implements AutoCloseable {
       findings.forEach(f -> LOG.log(System.Logger.Level.WARNING, "reconcile: {0}", f));
       VolumeLocks locks = new VolumeLocks();
       ControllerBackend controller = observability.controller(backend);
+      // Everything else is bound first: the CSI socket is what tells the CO the plugin is up (it probes
+      // as soon as the socket appears), so a plugin that cannot serve its HTTP port must never open it.
+      observability.start(controller);
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
           new ControllerService(controller, locks, s.nodeId()),
           new NodeService(engine, controller, locks, s.nodeId(), s.maxVolumes())), observability.interceptors());
-      try {
-        observability.start(controller);
-      } catch (IOException | RuntimeException e) {
-        server.shutdown(Duration.ofSeconds(1));
-        throw e;
-      }
       return new Plugin(backend, server, engine, observability);
     } catch (IOException | RuntimeException e) {
       if (observability != null) {
