@@ -5,11 +5,11 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * One storage backend (file, local ZFS, qnap iSCSI): a controller half, a node half and a readiness
+ * One storage backend (file, local ZFS): a controller half, a node half and a readiness
  * check. Chosen at start by {@code caravan serve --driver=...}.
  */
 public interface Backend extends AutoCloseable {
-  /** Short driver name: "file", "local", "qnap". */
+  /** Short driver name: "file", "local". */
   String driver();
 
   ControllerBackend controller();
