@@ -20,8 +20,8 @@ public interface Backend extends AutoCloseable {
   Readiness readiness();
 
   /**
-   * Read-only evidence about one volume's backing object for the claim-chain inspector. The id has
-   * passed {@link ControllerBackend#checkVolumeId}. The default asks the controller; backends override
+   * Read-only evidence about one volume's backing object for the claim-chain inspector. The id is of
+   * this backend's form ({@link ControllerBackend#volumeId}). The default asks the controller; backends override
    * it to show more (paths, properties, the attached device).
    */
   default BackendObject describe(String volumeId) {

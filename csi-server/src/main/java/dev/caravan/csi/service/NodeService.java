@@ -30,11 +30,14 @@ import dev.caravan.csi.v1.VolumeUsage;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Node service: validates and translates requests, serializes them per volume, and delegates to the
  * generic {@link NodeEngine}. Volume ids are checked with the backend's id rules before any path is
- * derived from them.
+ * derived from them ({@link Ids}): an id the backend never issues is a volume that does not exist
+ * here (NodeUnstage: OK, as for a volume not staged; every other RPC: NOT_FOUND), and calls lock the
+ * same key as the controller's calls about that volume.
  */
 public final class NodeService extends NodeGrpc.NodeImplBase {
   private static final List<NodeServiceCapability.RPC.Type> CAPABILITIES =
@@ -62,14 +65,14 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeStageVolume(NodeStageVolumeRequest req, StreamObserver<NodeStageVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path staging = Validate.path("staging_target_path", req.getStagingTargetPath());
       if (!req.hasVolumeCapability()) {
         throw CsiException.invalid("volume_capability is required");
       }
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       String fsType = cap.fsType().orElseGet(() -> contextFsType(req.getVolumeContextMap().get("fsType")));
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", req.getVolumeId()))) {
         engine.stage(new NodeEngine.StageSpec(
             new VolumeRef(req.getVolumeId(), req.getVolumeContextMap()), staging, cap.accessType(), fsType,
             cap.mountFlags(), cap.readOnlyMode()));
@@ -93,9 +96,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeUnstageVolume(NodeUnstageVolumeRequest req, StreamObserver<NodeUnstageVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path staging = Validate.path("staging_target_path", req.getStagingTargetPath());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      Optional<String> key = Ids.volume(ids, "volume_id", req.getVolumeId());
+      if (key.isEmpty()) {
+        return NodeUnstageVolumeResponse.getDefaultInstance(); // an id never issued was never staged
+      }
+      try (VolumeLocks.Held held = locks.acquire(key.get())) {
         engine.unstage(req.getVolumeId(), staging);
       }
       return NodeUnstageVolumeResponse.getDefaultInstance();
@@ -105,7 +112,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodePublishVolume(NodePublishVolumeRequest req, StreamObserver<NodePublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path target = Validate.path("target_path", req.getTargetPath());
       if (req.getStagingTargetPath().isEmpty()) {
         throw CsiException.invalid("staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME)");
@@ -119,7 +126,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         throw CsiException.invalid("target_path and staging_target_path must not contain one another");
       }
       boolean readOnly = req.getReadonly() || cap.readOnlyMode();
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", req.getVolumeId()))) {
         engine.publish(new NodeEngine.PublishSpec(req.getVolumeId(), staging, target, cap.accessType(), readOnly));
       }
       return NodePublishVolumeResponse.getDefaultInstance();
@@ -129,9 +136,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeUnpublishVolume(NodeUnpublishVolumeRequest req, StreamObserver<NodeUnpublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path target = Validate.path("target_path", req.getTargetPath());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      // NOT_FOUND for an id never issued: the spec's row for a volume that does not exist; Nomad
+      // treats it as done.
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", req.getVolumeId()))) {
         engine.unpublish(req.getVolumeId(), target);
       }
       return NodeUnpublishVolumeResponse.getDefaultInstance();
@@ -141,8 +150,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeGetVolumeStats(NodeGetVolumeStatsRequest req, StreamObserver<NodeGetVolumeStatsResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path path = Validate.path("volume_path", req.getVolumePath());
+      Ids.existingVolume(ids, "volume_id", req.getVolumeId());
       NodeEngine.Stats stats = engine.stats(req.getVolumeId(), path);
       NodeGetVolumeStatsResponse.Builder b = NodeGetVolumeStatsResponse.newBuilder()
           .setVolumeCondition(Convert.condition(stats.health()));
@@ -162,7 +172,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   @Override
   public void nodeExpandVolume(NodeExpandVolumeRequest req, StreamObserver<NodeExpandVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      ids.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       Path path = Validate.path("volume_path", req.getVolumePath());
       if (req.hasCapacityRange()) {
         Validate.capacity("capacity_range", req.getCapacityRange());
@@ -170,7 +180,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       if (req.hasVolumeCapability()) {
         Validate.capability("volume_capability", req.getVolumeCapability());
       }
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", req.getVolumeId()))) {
         long size = engine.expand(req.getVolumeId(), path);
         if (req.hasCapacityRange() && req.getCapacityRange().getRequiredBytes() > size) {
           throw CsiException.outOfRange(
