@@ -12,7 +12,7 @@ class BackendsTest {
   @Test
   void onlyImplementedDriversAreKnown() {
     assertThat(Backends.DRIVERS).containsExactly("file", "local");
-    assertThatThrownBy(() -> Backends.open("qnap", new BackendConfig("n1", Path.of("/nonexistent"), Map.of())))
+    assertThatThrownBy(() -> Backends.open("qnap", new BackendConfig("n1", Path.of("/nonexistent"), Map.of(), NodeUsage.none())))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("unknown driver 'qnap'; known drivers: file, local");
   }
