@@ -17,6 +17,7 @@ import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -109,6 +110,7 @@ final class FileController implements ControllerBackend {
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
             Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("create.after-record");
     return finishCreate(r);
   }
 
@@ -217,10 +219,13 @@ final class FileController implements ControllerBackend {
         if (size(partial) < r.sizeBytes()) {
           SparseFiles.grow(partial, r.sizeBytes());
         }
+        CrashPoints.reach("clone.after-partial");
       } else {
         SparseFiles.create(partial, r.sizeBytes());
+        CrashPoints.reach("create.after-partial");
       }
       FileStore.publish(partial, image);
+      CrashPoints.reach("create.after-rename");
     }
     VolumeRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -264,6 +269,7 @@ final class FileController implements ControllerBackend {
               + "; unstage it (NodeUnstageVolume) before deleting");
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete.after-mark");
     finishDelete(volumeId);
   }
 
@@ -271,6 +277,7 @@ final class FileController implements ControllerBackend {
     Path image = store.volumeImage(volumeId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete.after-image-removed");
     store.deleteVolumeRecord(volumeId);
   }
 
@@ -334,6 +341,7 @@ final class FileController implements ControllerBackend {
     SnapshotRecord r = new SnapshotRecord(id, name, State.CREATING, sourceVolumeId, source.sizeBytes(),
         Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("snapshot.after-record");
     return finishSnapshot(r);
   }
 
@@ -354,7 +362,9 @@ final class FileController implements ControllerBackend {
       } else {
         SparseFiles.cloneFile(source, partial);
       }
+      CrashPoints.reach("snapshot.after-partial");
       FileStore.publish(partial, image);
+      CrashPoints.reach("snapshot.after-rename");
     }
     SnapshotRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -369,6 +379,7 @@ final class FileController implements ControllerBackend {
       return;
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete-snapshot.after-mark");
     finishDeleteSnapshot(snapshotId);
   }
 
@@ -376,6 +387,7 @@ final class FileController implements ControllerBackend {
     Path image = store.snapshotImage(snapshotId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete-snapshot.after-image-removed");
     store.deleteSnapshotRecord(snapshotId);
   }
 
