@@ -87,7 +87,9 @@ public final class NodeEngine {
             "volume " + id + " is already staged on this node for " + describe(c.accessType(), c.fsType())
                 + " at " + c.stagingPaths() + "; this request asks for " + describe(s.accessType(), fsType));
       }
-      if (c.stagingPaths().contains(s.stagingPath())
+      // Done only once the device is journaled: a stage killed after its intent was journaled left no
+      // device record (and perhaps no device), and must be finished, not answered.
+      if (c.stagingPaths().contains(s.stagingPath()) && c.device().isPresent()
           && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(s.stagingPath()))) {
         return;
       }
