@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
@@ -86,7 +87,9 @@ public final class NodeEngine {
             "volume " + id + " is already staged on this node for " + describe(c.accessType(), c.fsType())
                 + " at " + c.stagingPaths() + "; this request asks for " + describe(s.accessType(), fsType));
       }
-      if (c.stagingPaths().contains(s.stagingPath())
+      // Done only once the device is journaled: a stage killed after its intent was journaled left no
+      // device record (and perhaps no device), and must be finished, not answered.
+      if (c.stagingPaths().contains(s.stagingPath()) && c.device().isPresent()
           && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(s.stagingPath()))) {
         return;
       }
@@ -96,8 +99,10 @@ public final class NodeEngine {
             Optional.empty(), List.of(), List.of()))
         .withStagingPath(s.stagingPath());
     journal.put(intent);
+    CrashPoints.reach("stage.after-journal");
     try {
       Path device = timed("attach", () -> backend.attach(s.volume()));
+      CrashPoints.reach("stage.after-attach");
       if (s.accessType() == AccessType.MOUNT) {
         mountFilesystem(id, device, s, fsType);
       }
@@ -126,6 +131,7 @@ public final class NodeEngine {
       observer.operation("format", "error", System.nanoTime() - formatStart);
       throw e;
     }
+    CrashPoints.reach("stage.after-format");
     // The volume may have grown while it was not staged (Nomad sends no NodeExpand then). ext4 is
     // grown before it is mounted, which needs no CAP_SYS_RESOURCE (unless another usage of the
     // volume has it mounted already); xfs can only grow once mounted. The superblock is read first
@@ -145,6 +151,7 @@ public final class NodeEngine {
     }
     String mountData = data;
     timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
+    CrashPoints.reach("stage.after-mount");
     if (growOnline) {
       try {
         timedRun("grow", () -> Filesystems.grow(s.stagingPath()));
@@ -200,10 +207,12 @@ public final class NodeEngine {
       if (c.accessType() == AccessType.MOUNT) {
         observer.releasing(volumeId, stagingPath);
         timed("unmount", () -> Mounts.unmount(stagingPath));
+        CrashPoints.reach("unstage.after-unmount");
       }
       StagedVolume remaining = c.withoutStagingPath(stagingPath);
       if (remaining.stagingPaths().isEmpty()) {
         timedRun("detach", () -> backend.detach(c.ref()));
+        CrashPoints.reach("unstage.after-detach");
         journal.remove(volumeId);
       } else {
         journal.put(remaining);
@@ -256,17 +265,21 @@ public final class NodeEngine {
     }
     Published entry = new Published(p.target(), p.stagingPath(), p.readOnly());
     journal.put(c.withTarget(entry));
+    CrashPoints.reach("publish.after-journal");
     boolean created = false;
     try {
       if (p.accessType() == AccessType.MOUNT) {
         created = createDirectory(p.target());
+        CrashPoints.reach("publish.after-target");
         timedRun("bind", () -> Mounts.bind(p.stagingPath(), p.target(), p.readOnly()));
       } else {
         Path device = c.device().orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " has no device recorded; stage it again"));
         created = createFile(p.target());
+        CrashPoints.reach("publish.after-target");
         timedRun("bind", () -> Mounts.bind(device, p.target(), p.readOnly()));
       }
+      CrashPoints.reach("publish.after-bind");
     } catch (RuntimeException e) {
       try {
         if (created) {
@@ -298,8 +311,10 @@ public final class NodeEngine {
         for (int i = 0; i < stacked.size() && timed("unmount", () -> Mounts.unmount(target)); i++) {
           // next one down
         }
+        CrashPoints.reach("unpublish.after-unmount");
       }
       removeTarget(target);
+      CrashPoints.reach("unpublish.after-remove-target");
       if (recorded.isPresent()) {
         journal.put(current.get().withoutTarget(target));
       }

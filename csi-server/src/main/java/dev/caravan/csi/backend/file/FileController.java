@@ -19,6 +19,7 @@ import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -131,6 +132,7 @@ final class FileController implements ControllerBackend {
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
             Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("create.after-record");
     return finishCreate(r);
   }
 
@@ -239,10 +241,13 @@ final class FileController implements ControllerBackend {
         if (size(partial) < r.sizeBytes()) {
           SparseFiles.grow(partial, r.sizeBytes());
         }
+        CrashPoints.reach("clone.after-partial");
       } else {
         SparseFiles.create(partial, r.sizeBytes());
+        CrashPoints.reach("create.after-partial");
       }
       FileStore.publish(partial, image);
+      CrashPoints.reach("create.after-rename");
     }
     VolumeRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -297,6 +302,7 @@ final class FileController implements ControllerBackend {
               + "; detach it (NodeUnstageVolume) before deleting");
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete.after-mark");
     finishDelete(volumeId);
   }
 
@@ -304,6 +310,7 @@ final class FileController implements ControllerBackend {
     Path image = store.volumeImage(volumeId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete.after-image-removed");
     store.deleteVolumeRecord(volumeId);
   }
 
@@ -367,6 +374,7 @@ final class FileController implements ControllerBackend {
     SnapshotRecord r = new SnapshotRecord(id, name, State.CREATING, sourceVolumeId, source.sizeBytes(),
         Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("snapshot.after-record");
     return finishSnapshot(r);
   }
 
@@ -401,7 +409,9 @@ final class FileController implements ControllerBackend {
       } else {
         SparseFiles.cloneFile(source, partial);
       }
+      CrashPoints.reach("snapshot.after-partial");
       FileStore.publish(partial, image);
+      CrashPoints.reach("snapshot.after-rename");
     }
     SnapshotRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -416,6 +426,7 @@ final class FileController implements ControllerBackend {
       return;
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete-snapshot.after-mark");
     finishDeleteSnapshot(snapshotId);
   }
 
@@ -423,6 +434,7 @@ final class FileController implements ControllerBackend {
     Path image = store.snapshotImage(snapshotId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete-snapshot.after-image-removed");
     store.deleteSnapshotRecord(snapshotId);
   }
 

@@ -20,6 +20,7 @@ import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.fs.Filesystems;
@@ -203,6 +204,7 @@ final class LocalController implements ControllerBackend {
     ZvolSpec spec = new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
     if (source.isEmpty()) {
       zfs.createZvol(spec);
+      CrashPoints.reach("create.after-zvol");
     } else {
       cloneInto(source.get(), spec, req.name());
     }
@@ -222,8 +224,10 @@ final class LocalController implements ControllerBackend {
     if (!zfs.exists(tmp)) {
       snapshotMaybeFrozen(dataset, tmpName, Map.of(PROP_NAME, "clone of " + name), config.freezeOnSnapshot());
     }
+    CrashPoints.reach("clone.after-temp-snapshot");
     try {
       zfs.cloneIndependent(tmp, spec);
+      CrashPoints.reach("clone.after-copy");
     } finally {
       try {
         zfs.destroySnapshot(tmp);
@@ -430,6 +434,7 @@ final class LocalController implements ControllerBackend {
                 + "; unmount it (NodeUnstageVolume) before deleting");
       }
       zfs.destroy(v.dataset());
+      CrashPoints.reach("delete.after-destroy");
     });
   }
 
@@ -527,6 +532,7 @@ final class LocalController implements ControllerBackend {
       }
       SnapshotId sid = new SnapshotId(v, LocalIds.snapshotNameFor(v, name));
       snapshotMaybeFrozen(v.dataset(), sid.name(), Map.of(PROP_NAME, name), freeze);
+      CrashPoints.reach("snapshot.after-zfs-snapshot");
       return snapshotInfo(sid, zfs.properties(sid.snapshot()));
     });
   }
