@@ -5,8 +5,6 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
-import dev.caravan.storage.block.Probe;
-import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.exec.ToolRunner;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
@@ -16,9 +14,7 @@ import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.function.Supplier;
 
 /** Formatting, growing, freezing and measuring ext4 and xfs filesystems. */
@@ -41,22 +37,7 @@ public final class Filesystems {
    * {@code mkfsOptions} come after ours and so can override them.
    */
   public static FormatOutcome formatIfEmpty(Path device, FsType type, List<String> mkfsOptions) {
-    Signature found = Probe.probe(device);
-    if (found.kind() == Signature.Kind.FILESYSTEM && found.type().equals(Optional.of(type.id()))) {
-      return FormatOutcome.ALREADY_FORMATTED;
-    }
-    if (!found.isEmpty()) {
-      throw new DataPresentException(device, found.describe());
-    }
-    List<String> command = new ArrayList<>();
-    switch (type) {
-      case EXT4 -> command.addAll(List.of("mkfs.ext4", "-E", "nodiscard"));
-      case XFS -> command.addAll(List.of("mkfs.xfs", "-K"));
-    }
-    command.addAll(mkfsOptions);
-    command.add(device.toString());
-    ToolRunner.run(command, TOOL_TIMEOUT);
-    return FormatOutcome.FORMATTED;
+    return Formatting.formatIfEmpty(device, type, mkfsOptions, () -> {});
   }
 
   /**
