@@ -3,6 +3,7 @@ package dev.caravan.storage.block;
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.blkid.BlkidProbe;
+import dev.caravan.storage.internal.sys.Claims;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
 import java.nio.file.Path;
@@ -35,12 +36,15 @@ public final class Probe {
    * @throws StorageException when {@code device} is not a block device
    */
   public static Signature probeExclusive(Path device) {
-    try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL())) {
-      if (!Libc.fstat(fd).isBlockDevice()) {
-        throw new StorageException(device + " is not a block device");
-      }
-      return signature(BlkidProbe.probe(fd));
-    }
+    return Claims.whileClaiming(
+        () -> {
+          try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL())) {
+            if (!Libc.fstat(fd).isBlockDevice()) {
+              throw new StorageException(device + " is not a block device");
+            }
+            return signature(BlkidProbe.probe(fd));
+          }
+        });
   }
 
   private static Signature signature(BlkidProbe.Result result) {

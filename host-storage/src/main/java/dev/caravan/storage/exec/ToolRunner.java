@@ -2,6 +2,7 @@ package dev.caravan.storage.exec;
 
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
+import dev.caravan.storage.internal.sys.Claims;
 import dev.caravan.storage.internal.sys.Pty;
 import dev.caravan.storage.internal.sys.Spawn;
 import java.io.File;
@@ -41,12 +42,7 @@ public final class ToolRunner {
   public static ToolResult run(List<String> command, Duration timeout) {
     List<String> cmd = List.copyOf(command);
     long started = System.nanoTime();
-    Process process;
-    try {
-      process = new ProcessBuilder(cmd).redirectInput(NO_INPUT).start();
-    } catch (IOException e) {
-      throw new ToolException("cannot start: " + e.getMessage(), cmd, -1, "", e);
-    }
+    Process process = Claims.whileStarting(() -> start(cmd));
     // Both pipes are drained while the process runs: a tool that fills one would block forever.
     CompletableFuture<String> stdout = drain(process.getInputStream());
     CompletableFuture<String> stderr = drain(process.getErrorStream());
@@ -83,7 +79,9 @@ public final class ToolRunner {
     }
     try {
       pty.type(typed);
-      pid = Spawn.spawn(cmd, env, pty.terminal(), pty.terminal(), pty.terminal());
+      pid =
+          Claims.whileStarting(
+              () -> Spawn.spawn(cmd, env, pty.terminal(), pty.terminal(), pty.terminal()));
     } catch (RuntimeException e) {
       pty.close();
       if (e instanceof StorageException) {
@@ -108,6 +106,14 @@ public final class ToolRunner {
     int exitCode = await(SpawnedProcess.watch(pid), cmd, timeout, () -> text(screen));
     return new ToolResult(
         cmd, exitCode, text(screen), "", Duration.ofNanos(System.nanoTime() - started));
+  }
+
+  private static Process start(List<String> cmd) {
+    try {
+      return new ProcessBuilder(cmd).redirectInput(NO_INPUT).start();
+    } catch (IOException e) {
+      throw new ToolException("cannot start: " + e.getMessage(), cmd, -1, "", e);
+    }
   }
 
   /** A started child, as far as waiting for it and killing it go. */

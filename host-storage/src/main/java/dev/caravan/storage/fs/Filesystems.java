@@ -59,7 +59,9 @@ public final class Filesystems {
    * <p>Not guaranteed: a program that writes to the device without claiming it exclusively, after
    * the tool's own check and before the tool's writes, is not kept out (no tool can keep it out).
    * Callers in other processes are not serialised with ours; between them, only {@code O_EXCL} and
-   * the tools' own checks apply.
+   * the tools' own checks apply. A process that other code in this JVM starts (not through {@link
+   * dev.caravan.storage.exec.ToolRunner}) while the device is probed holds a copy of the probe's
+   * descriptor until it runs its program; mkfs then finds the device busy and fails.
    *
    * @throws StorageException when {@code device} is not a block device
    */

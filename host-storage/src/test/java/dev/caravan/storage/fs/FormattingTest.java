@@ -29,6 +29,7 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -298,6 +299,57 @@ class FormattingTest {
         .isInstanceOf(StorageException.class)
         .hasMessage(file + " is not a block device");
     assertThat(Probe.probe(file).isEmpty()).isTrue();
+  }
+
+  @Test
+  void formatsWhileOtherThreadsStartProcesses() throws Exception {
+    // A process being started holds a copy of every descriptor until it runs its program: an
+    // exclusive probe's descriptor copied so would still hold the device when our mkfs starts.
+    int formatters = 6;
+    int rounds = 5;
+    AtomicBoolean formatting = new AtomicBoolean(true);
+    try (ExecutorService pool = Executors.newFixedThreadPool(formatters + 2)) {
+      List<Future<?>> starters = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        starters.add(
+            pool.submit(
+                () -> {
+                  while (formatting.get()) {
+                    ToolRunner.run(List.of("true"), Duration.ofMinutes(1));
+                  }
+                  return null;
+                }));
+      }
+      List<Future<?>> formats = new ArrayList<>();
+      for (int i = 0; i < formatters; i++) {
+        int n = i;
+        formats.add(
+            pool.submit(
+                () -> {
+                  for (int round = 0; round < rounds; round++) {
+                    Path image = scratch.image("disk-" + n + "-" + round + ".img", 32 * MIB);
+                    LoopDevice loop = LoopDevices.attach(image, false);
+                    try {
+                      assertThat(Filesystems.formatIfEmpty(loop.device(), FsType.EXT4, List.of()))
+                          .isEqualTo(FormatOutcome.FORMATTED);
+                    } finally {
+                      LoopDevices.detach(loop);
+                    }
+                  }
+                  return null;
+                }));
+      }
+      try {
+        for (Future<?> format : formats) {
+          format.get();
+        }
+      } finally {
+        formatting.set(false);
+      }
+      for (Future<?> starter : starters) {
+        starter.get();
+      }
+    }
   }
 
   /** An image file holding a real filesystem of {@code type}, made by its mkfs. */
