@@ -101,27 +101,23 @@ class ToolRunnerTest {
 
   @Test
   void atATerminalTheToolRunsInItsOwnSessionWithNothingElseInherited() {
-    ToolResult result =
-        ToolRunner.runAtTerminal(
-            List.of(
-                "sh",
-                "-c",
-                "cat /proc/$$/stat; grep -E '^Sig(Blk|Ign)' /proc/$$/status; ls -1 /proc/$$/fd"),
-            "",
-            Map.of(),
-            TIMEOUT);
+    // Each tool looks at itself: the process that was started, not a shell's child.
+    String stat = atTerminal("cat", "/proc/self/stat");
+    // "pid (comm) state ppid pgrp session tty_nr ..."
+    String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ", -1);
+    assertThat(fields[3]).as("session").isEqualTo(stat.substring(0, stat.indexOf(' ')));
+    assertThat(fields[4]).as("controlling terminal").isEqualTo("0");
 
-    List<String> lines = result.stdout().lines().toList();
-    // /proc/<pid>/stat: "pid (comm) state ppid pgrp session tty_nr ...".
-    String[] stat =
-        lines.getFirst().substring(lines.getFirst().lastIndexOf(')') + 2).split(" ", -1);
-    String pid = lines.getFirst().substring(0, lines.getFirst().indexOf(' '));
-    assertThat(stat[3]).as("session").isEqualTo(pid);
-    assertThat(stat[4]).as("controlling terminal").isEqualTo("0");
-    assertThat(lines.get(1)).isEqualTo("SigBlk:\t0000000000000000");
-    // glibc keeps its two internal signals (32 and 33) ignored in a spawned child.
-    assertThat(lines.get(2)).isEqualTo("SigIgn:\t0000000180000000");
-    assertThat(lines.subList(3, lines.size())).as("descriptors").containsExactly("0", "1", "2");
+    // glibc keeps the two signals it reserves (32 and 33) ignored in a child it starts.
+    assertThat(atTerminal("grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"))
+        .isEqualTo("SigBlk:\t0000000000000000\nSigIgn:\t0000000180000000\n");
+
+    // ls's own descriptor 3 is the directory it lists.
+    assertThat(atTerminal("ls", "-1", "/proc/self/fd")).isEqualTo("0\n1\n2\n3\n");
+  }
+
+  private static String atTerminal(String... command) {
+    return ToolRunner.runAtTerminal(List.of(command), "", Map.of(), TIMEOUT).stdout();
   }
 
   @Test
