@@ -17,10 +17,11 @@ import java.nio.file.Path;
  *
  * <p>The terminal end is never opened by name: it comes from the master ({@code TIOCGPTPEER}), with
  * {@code O_NOCTTY}, as the master comes from {@code /dev/ptmx}. A process that leads its session
- * and has no controlling terminal (a JVM started as a container's first process does) and opens a
- * terminal for reading without {@code O_NOCTTY} gets it as its controlling terminal; that terminal
- * hangs up when the master is closed, and the kernel then sends SIGHUP to the session leader.
- * {@link java.lang.ProcessBuilder.Redirect#from} opens its file exactly so.
+ * without a controlling terminal (a JVM started by {@code setsid}, or as a container's first
+ * process, can) and opens a terminal for reading without {@code O_NOCTTY} gets it as its
+ * controlling terminal; that terminal hangs up when the master is closed, and the kernel then sends
+ * SIGHUP to the session leader. {@link java.lang.ProcessBuilder.Redirect#from} opens its file
+ * exactly so.
  */
 public final class Pty implements AutoCloseable {
   private static final int O_NOCTTY = 0400; // asm-generic/fcntl.h
