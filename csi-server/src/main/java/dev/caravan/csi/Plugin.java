@@ -4,9 +4,11 @@ import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.Observability;
 import dev.caravan.csi.server.CsiServer;
@@ -83,20 +85,24 @@ public final class Plugin implements AutoCloseable {
   private final CsiServer server;
   private final NodeEngine engine;
   private final Observability observability;
+  private final VolumeLocks locks;
 
-  private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability) {
+  private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability, VolumeLocks locks) {
     this.backend = backend;
     this.server = server;
     this.engine = engine;
     this.observability = observability;
+    this.locks = locks;
   }
 
   public static Plugin start(Settings s) throws IOException {
     AllowedRoots roots = AllowedRoots.of(s.effectiveAllowedRoots());
-    Backend backend = Backends.open(s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options()));
+    // The journal first: the backend asks it what this node has staged and published.
+    NodeJournal journal = NodeJournal.open(s.journalDir());
+    Backend backend = Backends.open(
+        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options(), usageOf(journal)));
     Observability observability = null;
     try {
-      NodeJournal journal = NodeJournal.open(s.journalDir());
       observability = Observability.create(s, backend, journal);
       NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
       LOG.log(System.Logger.Level.INFO, "node: staging and publishing only below {0}", roots);
@@ -106,17 +112,14 @@ public final class Plugin implements AutoCloseable {
       findings.forEach(f -> LOG.log(System.Logger.Level.WARNING, "reconcile: {0}", f));
       VolumeLocks locks = new VolumeLocks();
       ControllerBackend controller = observability.controller(backend);
+      // Everything else is bound first: the CSI socket is what tells the CO the plugin is up (it probes
+      // as soon as the socket appears), so a plugin that cannot serve its HTTP port must never open it.
+      observability.start(controller);
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
           new ControllerService(controller, locks, s.nodeId()),
           new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors());
-      try {
-        observability.start(controller);
-      } catch (IOException | RuntimeException e) {
-        server.shutdown(Duration.ofSeconds(1));
-        throw e;
-      }
-      return new Plugin(backend, server, engine, observability);
+      return new Plugin(backend, server, engine, observability, locks);
     } catch (IOException | RuntimeException e) {
       if (observability != null) {
         observability.close();
@@ -124,6 +127,12 @@ public final class Plugin implements AutoCloseable {
       backend.close();
       throw e;
     }
+  }
+
+  /** The journal's records as the backends see them. */
+  private static NodeUsage usageOf(NodeJournal journal) {
+    return volumeId -> journal.get(volumeId).map(v -> new NodeUsage.Use(
+        v.accessType(), v.device(), v.stagingPaths(), v.targets().stream().map(StagedVolume.Published::target).toList()));
   }
 
   public Path socket() {
@@ -136,6 +145,11 @@ public final class Plugin implements AutoCloseable {
 
   public NodeEngine engine() {
     return engine;
+  }
+
+  /** The per-object locks the services share (tests hold one to see the calls that contend for it). */
+  VolumeLocks locks() {
+    return locks;
   }
 
   /** Usage collector, metrics and the observe HTTP server. */

@@ -5,11 +5,11 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * One storage backend (file, local ZFS, qnap iSCSI): a controller half, a node half and a readiness
+ * One storage backend (file, local ZFS): a controller half, a node half and a readiness
  * check. Chosen at start by {@code caravan serve --driver=...}.
  */
 public interface Backend extends AutoCloseable {
-  /** Short driver name: "file", "local", "qnap". */
+  /** Short driver name: "file", "local". */
   String driver();
 
   ControllerBackend controller();
@@ -20,8 +20,8 @@ public interface Backend extends AutoCloseable {
   Readiness readiness();
 
   /**
-   * Read-only evidence about one volume's backing object for the claim-chain inspector. The id has
-   * passed {@link ControllerBackend#checkVolumeId}. The default asks the controller; backends override
+   * Read-only evidence about one volume's backing object for the claim-chain inspector. The id is of
+   * this backend's form ({@link ControllerBackend#volumeId}). The default asks the controller; backends override
    * it to show more (paths, properties, the attached device).
    */
   default BackendObject describe(String volumeId) {

@@ -7,24 +7,20 @@ import java.util.List;
 
 /** Chooses a backend by driver name. */
 public final class Backends {
-  public static final List<String> DRIVERS = List.of("file", "local", "qnap");
+  public static final List<String> DRIVERS = List.of("file", "local");
 
   private Backends() {}
 
   /**
    * Opens the backend for {@code driver}.
    *
-   * @throws IllegalArgumentException for an unknown driver or one that is not implemented yet, or
-   *     bad backend options
+   * @throws IllegalArgumentException for an unknown driver or bad backend options
    * @throws IllegalStateException when the host cannot run the backend (e.g. no ZFS, no usable pool)
    */
   public static Backend open(String driver, BackendConfig config) {
     return switch (driver) {
       case "file" -> FileBackend.open(config);
       case "local" -> LocalBackend.open(config);
-      case "qnap" ->
-          throw new IllegalArgumentException(
-              "the qnap (iSCSI) backend is not implemented yet; use --driver=file");
       default ->
           throw new IllegalArgumentException(
               "unknown driver '" + driver + "'; known drivers: " + String.join(", ", DRIVERS));

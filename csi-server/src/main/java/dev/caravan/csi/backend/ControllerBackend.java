@@ -7,9 +7,11 @@ import java.util.Set;
 
 /**
  * The storage side of the Controller service: provisioning, snapshots, expansion and capacity, in
- * domain records (no protobuf). The services validate requests and serialize operations per volume
- * before calling in; implementations must be idempotent (the CO retries anything) and report
- * failures as {@link CsiException} with the kind the spec asks for.
+ * domain records (no protobuf). The services validate requests, answer ids the backend could never
+ * have issued ({@link IdShape.NotOurs}) themselves, and serialize operations per object on the
+ * backend's lock keys before calling in, so every id a method receives is of the backend's form.
+ * Implementations must be idempotent (the CO retries anything) and report failures as {@link
+ * CsiException} with the kind the spec asks for, naming the field and the rule.
  */
 public interface ControllerBackend {
   /** The CreateVolume parameters this backend understands; anything else is rejected before a call. */
@@ -21,14 +23,21 @@ public interface ControllerBackend {
   }
 
   /**
-   * Checks that {@code id} is a well-formed volume id for this backend (syntax only), throwing
-   * INVALID_ARGUMENT naming {@code field} otherwise. Called before any lookup so that no malformed id
-   * ever reaches a file path, dataset name or API call.
+   * Whether {@code id} is a volume id this backend could have issued, by its syntax alone (no
+   * storage is touched), and if so the key that serializes operations on that volume. Called with
+   * ids that passed {@link IdRules#requireBounded}. Must agree with {@link #volumeLockKey}: the id of
+   * the volume created for a name has that name's key.
    */
-  void checkVolumeId(String field, String id);
+  IdShape volumeId(String id);
 
-  /** As {@link #checkVolumeId} for snapshot ids. */
-  void checkSnapshotId(String field, String id);
+  /** As {@link #volumeId} for snapshot ids. */
+  IdShape snapshotId(String id);
+
+  /** The lock key of the volume CreateVolume makes for {@code name} (see {@link IdShape.Ours}). */
+  String volumeLockKey(String name);
+
+  /** The lock key of the snapshot CreateSnapshot makes for {@code name}. */
+  String snapshotLockKey(String name);
 
   /**
    * Creates a volume, or returns the existing one if a volume of that name exists and is compatible
@@ -37,12 +46,18 @@ public interface ControllerBackend {
    */
   VolumeInfo createVolume(VolumeRequest request);
 
-  /** Deletes a volume; success if it does not exist. FAILED_PRECONDITION while in use or snapshotted. */
+  /**
+   * Deletes a volume; success if it does not exist. FAILED_PRECONDITION, with the volume untouched,
+   * while this node has it staged or published ({@link NodeUsage}) or while it has snapshots.
+   */
   void deleteVolume(String volumeId);
 
   Optional<VolumeInfo> findVolume(String volumeId);
 
-  /** Volume plus health and attachment, or empty if unknown. */
+  /**
+   * Volume plus health and the nodes where it is staged or published (from {@link NodeUsage}), or
+   * empty if unknown.
+   */
   Optional<VolumeStatus> volumeStatus(String volumeId);
 
   /** Every volume, sorted by id (the services paginate over this order). */

@@ -1,34 +1,34 @@
 package dev.caravan.csi.backend;
 
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Pattern;
 
 /**
  * Shared id syntax checks. Ids end up in file paths, dataset names and journal file names, so a
- * backend accepts only what it could have issued (see the path-traversal report against the hostpath
- * driver, kubernetes-csi/csi-driver-host-path#644).
+ * backend acts only on ids of the form it issues (see the path-traversal report against the hostpath
+ * driver, kubernetes-csi/csi-driver-host-path#644); every other id is answered as absent ({@link
+ * IdShape.NotOurs}) before any lookup.
  */
 public final class IdRules {
   /** The CSI spec's size limit for ids and names, in bytes. */
   public static final int MAX_BYTES = 128;
 
-  /** Lower-case letters, digits and dashes, starting with a letter or digit: no '/', '.', NUL. */
-  public static final Pattern TOKEN = Pattern.compile("[a-z0-9][a-z0-9-]*");
-
   private IdRules() {}
 
-  /** INVALID_ARGUMENT unless {@code id} is a non-empty {@link #TOKEN} of at most 128 bytes. */
-  public static void requireToken(String field, String id) {
+  /**
+   * INVALID_ARGUMENT for what no id can be, on any backend: empty (a missing REQUIRED field), longer
+   * than CSI's 128 bytes, or holding a NUL. Anything else is a question for the backend ({@link
+   * ControllerBackend#volumeId}): an id it could never have issued names nothing, it is not invalid.
+   */
+  public static void requireBounded(String field, String id) {
     if (id.isEmpty()) {
       throw CsiException.invalid(field + " is required");
     }
     if (id.getBytes(StandardCharsets.UTF_8).length > MAX_BYTES) {
-      throw CsiException.invalid(field + " is longer than " + MAX_BYTES + " bytes");
-    }
-    if (!TOKEN.matcher(id).matches()) {
       throw CsiException.invalid(
-          field + " '" + printable(id) + "' is malformed: ids issued by this plugin contain only"
-              + " lower-case letters, digits and '-' (no '/', '.', '..' or control characters)");
+          field + " '" + printable(id) + "' is longer than " + MAX_BYTES + " bytes, CSI's limit for ids");
+    }
+    if (id.indexOf('\0') >= 0) {
+      throw CsiException.invalid(field + " '" + printable(id) + "' contains a NUL character, which no id can hold");
     }
   }
 

@@ -10,7 +10,7 @@ import java.util.Optional;
  */
 public interface NodeBackend {
   /**
-   * Makes the volume's block device present on this node (loop device, zvol node, iSCSI LUN) and
+   * Makes the volume's block device present on this node (loop device, zvol node) and
    * returns its path. Idempotent: an already attached volume returns the same device.
    * NOT_FOUND if the backing object does not exist.
    */

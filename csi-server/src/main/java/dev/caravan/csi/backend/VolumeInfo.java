@@ -7,6 +7,9 @@ import java.util.Optional;
 /**
  * A provisioned volume as a backend reports it.
  *
+ * @param fsType the filesystem a mount of this volume uses, as CreateVolume recorded it (from the
+ *     capability's fs_type or the fsType parameter; ext4 when neither said, also for volumes created
+ *     for block access only, since any volume can later be staged for mount access)
  * @param context immutable facts NodeStage needs later (handed back by the CO)
  * @param topology where the volume can be used from
  */
@@ -14,6 +17,7 @@ public record VolumeInfo(
     String id,
     String name,
     long capacityBytes,
+    String fsType,
     Map<String, String> context,
     Optional<ContentSource> source,
     List<Topology> topology) {

@@ -41,7 +41,7 @@ final class ServeCommand implements Callable<Integer> {
           "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
           "allowed-roots");
 
-  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file).")
+  @Option(names = "--driver", description = "Backend: file or local (default: file).")
   String driver;
 
   @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")

@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.node.StagedVolume.Staging;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
@@ -128,8 +129,10 @@ public final class NodeEngine {
             List.of(), List.of()))
         .withStaging(intent);
     journal.put(record);
+    CrashPoints.reach("stage.after-journal");
     try {
       Path device = timed("attach", () -> backend.attach(s.volume()));
+      CrashPoints.reach("stage.after-attach");
       // A device attached before (for another staging path, or by a stage cut short) does not show
       // on its own what its backing object has grown to since.
       backend.refresh(s.volume());
@@ -161,6 +164,7 @@ public final class NodeEngine {
       observer.operation("format", "error", System.nanoTime() - formatStart);
       throw e;
     }
+    CrashPoints.reach("stage.after-format");
     // The volume may have grown while it was not staged (Nomad sends no NodeExpand then). ext4 is
     // grown before it is mounted, which needs no CAP_SYS_RESOURCE (unless another usage of the
     // volume has it mounted already); xfs can only grow once mounted. The superblock is read first
@@ -188,6 +192,7 @@ public final class NodeEngine {
     }
     String mountData = data;
     timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
+    CrashPoints.reach("stage.after-mount");
     if (growOnline) {
       String before = offlineFailure.map(f -> " (growing it unmounted failed before: " + f + ")").orElse("");
       try {
@@ -255,10 +260,12 @@ public final class NodeEngine {
       if (c.accessType() == AccessType.MOUNT) {
         observer.releasing(volumeId, stagingPath);
         timed("unmount", () -> Mounts.unmount(stagingPath));
+        CrashPoints.reach("unstage.after-unmount");
       }
       StagedVolume remaining = c.withoutStagingPath(stagingPath);
       if (remaining.stagingPaths().isEmpty()) {
         timedRun("detach", () -> backend.detach(c.ref()));
+        CrashPoints.reach("unstage.after-detach");
         journal.remove(volumeId);
       } else {
         journal.put(remaining);
@@ -326,17 +333,21 @@ public final class NodeEngine {
     }
     Published entry = new Published(p.target(), p.stagingPath(), p.readOnly(), Optional.of(p.mode()), p.mountFlags());
     journal.put(live.withTarget(entry));
+    CrashPoints.reach("publish.after-journal");
     boolean created = false;
     try {
       if (p.accessType() == AccessType.MOUNT) {
         created = createDirectory(p.target());
+        CrashPoints.reach("publish.after-target");
         timedRun("bind", () -> Mounts.bind(p.stagingPath(), p.target(), p.readOnly()));
       } else {
         Path device = live.device().orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " has no device recorded; stage it again"));
         created = createFile(p.target());
+        CrashPoints.reach("publish.after-target");
         timedRun("bind", () -> Mounts.bind(device, p.target(), p.readOnly()));
       }
+      CrashPoints.reach("publish.after-bind");
     } catch (RuntimeException e) {
       try {
         if (created) {
@@ -368,8 +379,10 @@ public final class NodeEngine {
         for (int i = 0; i < stacked.size() && timed("unmount", () -> Mounts.unmount(target)); i++) {
           // next one down
         }
+        CrashPoints.reach("unpublish.after-unmount");
       }
       removeTarget(target);
+      CrashPoints.reach("unpublish.after-remove-target");
       if (recorded.isPresent()) {
         journal.put(current.get().withoutTarget(target));
       }

@@ -21,8 +21,6 @@ import java.nio.file.attribute.PosixFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -37,15 +35,15 @@ public final class CsiServer implements AutoCloseable {
   private final Path socket;
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
-  private final ExecutorService executor;
+  private final RpcExecutors executors;
 
   private CsiServer(
-      Server server, Path socket, EventLoopGroup boss, EventLoopGroup workers, ExecutorService executor) {
+      Server server, Path socket, EventLoopGroup boss, EventLoopGroup workers, RpcExecutors executors) {
     this.server = server;
     this.socket = socket;
     this.boss = boss;
     this.workers = workers;
-    this.executor = executor;
+    this.executors = executors;
   }
 
   /** Binds {@code socket} and starts serving the given services behind the standard interceptors. */
@@ -65,13 +63,14 @@ public final class CsiServer implements AutoCloseable {
     prepareSocketPath(socket);
     EventLoopGroup boss = new EpollEventLoopGroup(1);
     EventLoopGroup workers = new EpollEventLoopGroup(2);
-    ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+    RpcExecutors executors = new RpcExecutors();
     NettyServerBuilder builder =
         NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
             .channelType(EpollServerDomainSocketChannel.class)
             .bossEventLoopGroup(boss)
             .workerEventLoopGroup(workers)
-            .executor(executor);
+            .executor(executors.fallback())
+            .callExecutor(executors);
     for (BindableService service : services) {
       // Interceptors run last-added-first: the error guard sits innermost, the log line outermost.
       List<ServerInterceptor> chain = new ArrayList<>(List.of(new ErrorInterceptor(), new CallLogInterceptor()));
@@ -83,11 +82,11 @@ public final class CsiServer implements AutoCloseable {
       server.start();
     } catch (IOException | RuntimeException e) {
       stopLoops(boss, workers);
-      executor.shutdownNow();
+      executors.shutdownNow();
       throw e;
     }
     LOG.log(System.Logger.Level.INFO, "listening on unix://{0}", socket);
-    return new CsiServer(server, socket, boss, workers, executor);
+    return new CsiServer(server, socket, boss, workers, executors);
   }
 
   /**
@@ -153,7 +152,7 @@ public final class CsiServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     } finally {
       stopLoops(boss, workers);
-      executor.shutdownNow();
+      executors.shutdownNow();
       try {
         Files.deleteIfExists(socket);
       } catch (IOException e) {

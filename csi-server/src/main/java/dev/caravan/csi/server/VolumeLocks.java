@@ -9,7 +9,9 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Non-blocking per-key locks. The spec wants a second concurrent operation on the same volume to fail
  * fast with ABORTED rather than queue, and operations on different volumes never to wait for each
- * other. Keys are human-readable ("volume pvc-1", "volume name db") because they appear in the error.
+ * other. Keys are the backend's lock keys ({@code ControllerBackend#volumeLockKey}), which a name and
+ * the id derived from it share, prefixed with the kind of object; they are human-readable ("volume
+ * vol-db-3f2a9c0b1d4e") because they appear in the error.
  */
 public final class VolumeLocks {
   private final Set<String> held = ConcurrentHashMap.newKeySet();
@@ -54,19 +56,13 @@ public final class VolumeLocks {
     }
   }
 
-  public static String volume(String volumeId) {
-    return "volume " + volumeId;
+  /** The key of a volume, from the backend's lock key for it. */
+  public static String volume(String lockKey) {
+    return "volume " + lockKey;
   }
 
-  public static String volumeName(String name) {
-    return "volume name " + name;
-  }
-
-  public static String snapshot(String snapshotId) {
-    return "snapshot " + snapshotId;
-  }
-
-  public static String snapshotName(String name) {
-    return "snapshot name " + name;
+  /** The key of a snapshot, from the backend's lock key for it. */
+  public static String snapshot(String lockKey) {
+    return "snapshot " + lockKey;
   }
 }

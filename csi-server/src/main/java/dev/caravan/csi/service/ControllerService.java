@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeInfo;
@@ -40,16 +41,31 @@ import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
 import dev.caravan.csi.v1.VolumeContentSource;
 import com.google.protobuf.Int64Value;
 import io.grpc.stub.StreamObserver;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.stream.Collectors;
 
 /**
  * Controller service: validates and translates requests, serializes them per volume (contended →
  * ABORTED), and delegates to the backend. No ControllerPublish/Unpublish: Caravan's backends attach
  * on the node (NodeStage), so those RPCs stay UNIMPLEMENTED and the capability is not advertised.
+ *
+ * <p>Ids: what no id can be is INVALID_ARGUMENT; an id the backend could never have issued names
+ * nothing, so DeleteVolume and DeleteSnapshot answer OK and every other RPC NOT_FOUND, after the
+ * request's other fields were checked and without calling the backend ({@link Ids}). Every call
+ * that changes an object holds the backend's lock key of that object, derived alike from a CO name
+ * and from the id the name yields, and shared with the node service.
+ *
+ * <p>ValidateVolumeCapabilities compares the request with what the volume is: every Caravan volume
+ * is a block device, so block access is always confirmed (NodeStage hands over the raw device);
+ * mount access is confirmed when {@code fs_type} is empty or the filesystem CreateVolume recorded
+ * ({@link VolumeInfo#fsType()}). {@code confirmed} echoes the capabilities, the {@code fsType}
+ * parameter and the {@code volume_context} entries that were compared, nothing unchecked.
  */
 public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   private static final List<ControllerServiceCapability.RPC.Type> CAPABILITIES =
@@ -64,6 +80,11 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
           ControllerServiceCapability.RPC.Type.VOLUME_CONDITION,
           ControllerServiceCapability.RPC.Type.GET_VOLUME,
           ControllerServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+
+  /** The CreateVolume parameter both backends record a volume's filesystem from. */
+  private static final String FS_TYPE_PARAMETER = "fsType";
+  private static final String SOURCE_SNAPSHOT = "volume_content_source.snapshot.snapshot_id";
+  private static final String SOURCE_VOLUME = "volume_content_source.volume.volume_id";
 
   private final ControllerBackend backend;
   private final VolumeLocks locks;
@@ -105,10 +126,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
               source,
               Convert.topologies(req.getAccessibilityRequirements().getRequisiteList()),
               Convert.topologies(req.getAccessibilityRequirements().getPreferredList()));
-      String sourceKey =
-          source.map(s -> s.kind() == ContentSource.Kind.VOLUME ? VolumeLocks.volume(s.id()) : VolumeLocks.snapshot(s.id()))
-              .orElse(VolumeLocks.volumeName(req.getName()));
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volumeName(req.getName()), sourceKey)) {
+      String key = Ids.volumeNamed(backend, req.getName());
+      String sourceKey = source.map(this::existingSourceKey).orElse(key);
+      try (VolumeLocks.Held held = locks.acquire(key, sourceKey)) {
         VolumeInfo created = backend.createVolume(request);
         return CreateVolumeResponse.newBuilder().setVolume(Convert.volume(created)).build();
       }
@@ -123,24 +143,34 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     return switch (src.getTypeCase()) {
       case SNAPSHOT -> {
         String id = src.getSnapshot().getSnapshotId();
-        backend.checkSnapshotId("volume_content_source.snapshot.snapshot_id", id);
+        IdRules.requireBounded(SOURCE_SNAPSHOT, id);
         yield Optional.of(ContentSource.snapshot(id));
       }
       case VOLUME -> {
         String id = src.getVolume().getVolumeId();
-        backend.checkVolumeId("volume_content_source.volume.volume_id", id);
+        IdRules.requireBounded(SOURCE_VOLUME, id);
         yield Optional.of(ContentSource.volume(id));
       }
       case TYPE_NOT_SET -> throw CsiException.invalid("volume_content_source must set snapshot or volume");
     };
   }
 
+  /** The source's lock key; NOT_FOUND for an id the backend never issues. */
+  private String existingSourceKey(ContentSource s) {
+    return switch (s.kind()) {
+      case SNAPSHOT -> Ids.existingSnapshot(backend, SOURCE_SNAPSHOT, s.id());
+      case VOLUME -> Ids.existingVolume(backend, SOURCE_VOLUME, s.id());
+    };
+  }
+
   @Override
   public void deleteVolume(DeleteVolumeRequest req, StreamObserver<DeleteVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkVolumeId("volume_id", req.getVolumeId());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
-        backend.deleteVolume(req.getVolumeId());
+      Optional<String> key = Ids.volume(backend, "volume_id", req.getVolumeId());
+      if (key.isPresent()) { // else an id never issued: there is nothing to delete
+        try (VolumeLocks.Held held = locks.acquire(key.get())) {
+          backend.deleteVolume(req.getVolumeId());
+        }
       }
       return DeleteVolumeResponse.getDefaultInstance();
     });
@@ -150,26 +180,67 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   public void validateVolumeCapabilities(
       ValidateVolumeCapabilitiesRequest req, StreamObserver<ValidateVolumeCapabilitiesResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       if (req.getVolumeCapabilitiesCount() == 0) {
         throw CsiException.invalid("volume_capabilities is required (at least one volume capability)");
       }
-      if (backend.findVolume(req.getVolumeId()).isEmpty()) {
-        throw CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist");
-      }
+      Ids.existingVolume(backend, "volume_id", req.getVolumeId());
+      VolumeInfo volume = backend.findVolume(req.getVolumeId())
+          .orElseThrow(() -> CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist"));
+      List<Capability> caps;
       try {
-        Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
+        caps = Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
         Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
       } catch (CsiException unsupported) {
         return ValidateVolumeCapabilitiesResponse.newBuilder().setMessage(unsupported.getMessage()).build();
       }
-      return ValidateVolumeCapabilitiesResponse.newBuilder()
-          .setConfirmed(ValidateVolumeCapabilitiesResponse.Confirmed.newBuilder()
-              .putAllVolumeContext(req.getVolumeContextMap())
-              .addAllVolumeCapabilities(req.getVolumeCapabilitiesList())
-              .putAllParameters(req.getParametersMap()))
-          .build();
+      return compare(volume, req, caps);
     });
+  }
+
+  /** Confirms the request if the volume is what it asks for; echoes only what was compared. */
+  private ValidateVolumeCapabilitiesResponse compare(
+      VolumeInfo volume, ValidateVolumeCapabilitiesRequest req, List<Capability> caps) {
+    List<String> mismatches = new ArrayList<>();
+    for (int i = 0; i < caps.size(); i++) {
+      Optional<String> fs = caps.get(i).fsType();
+      if (caps.get(i).accessType() == AccessType.MOUNT && fs.isPresent() && !fs.get().equals(volume.fsType())) {
+        mismatches.add("volume_capabilities[" + i + "].mount.fs_type is " + fs.get() + ", but volume "
+            + volume.id() + " was created for " + volume.fsType() + " (a volume's filesystem is fixed at creation)");
+      }
+    }
+    Map<String, String> parameters = new TreeMap<>();
+    String fsParameter = req.getParametersMap().get(FS_TYPE_PARAMETER);
+    if (fsParameter != null) {
+      if (fsParameter.equals(volume.fsType())) {
+        parameters.put(FS_TYPE_PARAMETER, fsParameter);
+      } else {
+        mismatches.add("parameters." + FS_TYPE_PARAMETER + " is " + IdRules.printable(fsParameter) + ", but volume "
+            + volume.id() + " was created for " + volume.fsType());
+      }
+    }
+    Map<String, String> context = new TreeMap<>();
+    req.getVolumeContextMap().forEach((key, value) -> {
+      String actual = volume.context().get(key);
+      if (actual == null) {
+        return; // a key this plugin never sets: not checked, so not confirmed
+      }
+      if (actual.equals(value)) {
+        context.put(key, value);
+      } else {
+        mismatches.add("volume_context." + IdRules.printable(key) + " is " + IdRules.printable(value) + ", but volume "
+            + volume.id() + " has " + actual);
+      }
+    });
+    if (!mismatches.isEmpty()) {
+      return ValidateVolumeCapabilitiesResponse.newBuilder().setMessage(String.join("; ", mismatches)).build();
+    }
+    return ValidateVolumeCapabilitiesResponse.newBuilder()
+        .setConfirmed(ValidateVolumeCapabilitiesResponse.Confirmed.newBuilder()
+            .addAllVolumeCapabilities(req.getVolumeCapabilitiesList())
+            .putAllParameters(parameters)
+            .putAllVolumeContext(context))
+        .build();
   }
 
   @Override
@@ -179,7 +250,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
           Pages.page(backend.listVolumes(), VolumeInfo::id, req.getMaxEntries(), req.getStartingToken());
       ListVolumesResponse.Builder b = ListVolumesResponse.newBuilder().setNextToken(page.nextToken());
       for (VolumeInfo v : page.entries()) {
-        b.addEntries(ListVolumesResponse.Entry.newBuilder().setVolume(Convert.volume(v)));
+        // A volume deleted since the listing is left out: pages may have gaps.
+        backend.volumeStatus(v.id()).ifPresent(status -> b.addEntries(ListVolumesResponse.Entry.newBuilder()
+            .setVolume(Convert.volume(status.volume()))
+            .setStatus(ListVolumesResponse.VolumeStatus.newBuilder()
+                .addAllPublishedNodeIds(status.attachedNodes())
+                .setVolumeCondition(Convert.condition(status.health())))));
       }
       return b.build();
     });
@@ -225,11 +301,11 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   @Override
   public void createSnapshot(CreateSnapshotRequest req, StreamObserver<CreateSnapshotResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkVolumeId("source_volume_id", req.getSourceVolumeId());
+      IdRules.requireBounded("source_volume_id", req.getSourceVolumeId());
       Validate.name("name", req.getName());
       Validate.parameters("parameters", req.getParametersMap(), backend.knownSnapshotParameters());
-      try (VolumeLocks.Held held =
-          locks.acquire(VolumeLocks.snapshotName(req.getName()), VolumeLocks.volume(req.getSourceVolumeId()))) {
+      String sourceKey = Ids.existingVolume(backend, "source_volume_id", req.getSourceVolumeId());
+      try (VolumeLocks.Held held = locks.acquire(Ids.snapshotNamed(backend, req.getName()), sourceKey)) {
         SnapshotInfo s = backend.createSnapshot(req.getSourceVolumeId(), req.getName(), req.getParametersMap());
         return CreateSnapshotResponse.newBuilder().setSnapshot(Convert.snapshot(s)).build();
       }
@@ -239,9 +315,11 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   @Override
   public void deleteSnapshot(DeleteSnapshotRequest req, StreamObserver<DeleteSnapshotResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkSnapshotId("snapshot_id", req.getSnapshotId());
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.snapshot(req.getSnapshotId()))) {
-        backend.deleteSnapshot(req.getSnapshotId());
+      Optional<String> key = Ids.snapshot(backend, "snapshot_id", req.getSnapshotId());
+      if (key.isPresent()) { // else an id never issued: there is nothing to delete
+        try (VolumeLocks.Held held = locks.acquire(key.get())) {
+          backend.deleteSnapshot(req.getSnapshotId());
+        }
       }
       return DeleteSnapshotResponse.getDefaultInstance();
     });
@@ -271,7 +349,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   public void controllerExpandVolume(
       ControllerExpandVolumeRequest req, StreamObserver<ControllerExpandVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkVolumeId("volume_id", req.getVolumeId());
+      IdRules.requireBounded("volume_id", req.getVolumeId());
       if (!req.hasCapacityRange()) {
         throw CsiException.invalid("capacity_range is required");
       }
@@ -282,7 +360,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       AccessType type = req.hasVolumeCapability()
           ? Validate.capability("volume_capability", req.getVolumeCapability()).accessType()
           : null;
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(req.getVolumeId()))) {
+      String key = Ids.existingVolume(backend, "volume_id", req.getVolumeId());
+      try (VolumeLocks.Held held = locks.acquire(key)) {
         ExpandResult r = backend.expandVolume(req.getVolumeId(), range, type);
         return ControllerExpandVolumeResponse.newBuilder()
             .setCapacityBytes(r.capacityBytes())
@@ -296,7 +375,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   public void controllerGetVolume(
       ControllerGetVolumeRequest req, StreamObserver<ControllerGetVolumeResponse> out) {
     Rpc.unary(out, () -> {
-      backend.checkVolumeId("volume_id", req.getVolumeId());
+      Ids.existingVolume(backend, "volume_id", req.getVolumeId());
       VolumeStatus status = backend.volumeStatus(req.getVolumeId())
           .orElseThrow(() -> CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist"));
       return ControllerGetVolumeResponse.newBuilder()

@@ -33,6 +33,7 @@ import dev.caravan.csi.v1.VolumeUsage;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Node service: validates and translates requests, serializes them per volume, and delegates to the
@@ -44,16 +45,16 @@ import java.util.List;
  * §3). Every node RPC answers with the first of these that fails:
  *
  * <ol>
- *   <li>Required fields present: INVALID_ARGUMENT naming the field. An empty {@code
- *       staging_target_path} in NodePublishVolume is FAILED_PRECONDITION instead, the spec's own row
- *       for a plugin that advertises STAGE_UNSTAGE_VOLUME.
- *   <li>{@code volume_id} well formed by the backend's id rules: INVALID_ARGUMENT. No malformed id
- *       reaches a lookup.
+ *   <li>Required fields present, and {@code volume_id} within CSI's bounds: INVALID_ARGUMENT naming
+ *       the field. An empty {@code staging_target_path} in NodePublishVolume is FAILED_PRECONDITION
+ *       instead, the spec's own row for a plugin that advertises STAGE_UNSTAGE_VOLUME.
  *   <li>The other fields that are not paths ({@code volume_capability}, {@code capacity_range},
  *       {@code volume_context.fsType}): INVALID_ARGUMENT.
- *   <li>Which volume, from this node's journal and, for NodeStageVolume and NodePublishVolume, the
- *       backend (under the volume's lock, except in the read-only NodeGetVolumeStats), before
- *       anything about the paths:
+ *   <li>Which volume, before anything about the paths. First the id's form ({@link Ids}): an id the
+ *       backend never issues names no volume, NOT_FOUND (NodeUnstageVolume: OK, nothing was staged);
+ *       no such id reaches a lookup or a lock. Then, under the volume's lock (except in the read-only
+ *       NodeGetVolumeStats), this node's journal and, for NodeStageVolume and NodePublishVolume, the
+ *       backend:
  *       <ul>
  *         <li>NodeStageVolume, NodePublishVolume: staged here or known to the backend, else
  *             NOT_FOUND (a volume that exists but is not staged here is the FAILED_PRECONDITION of
@@ -101,15 +102,14 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodeStageVolume(NodeStageVolumeRequest req, StreamObserver<NodeStageVolumeResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("staging_target_path", req.getStagingTargetPath());
       if (!req.hasVolumeCapability()) {
         throw CsiException.invalid("volume_capability is required");
       }
-      ids.checkVolumeId("volume_id", id);
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       String fsType = cap.fsType().orElseGet(() -> contextFsType(req.getVolumeContextMap().get("fsType")));
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireExists(id);
         Path staging = path("staging_target_path", req.getStagingTargetPath());
         engine.stage(new NodeEngine.StageSpec(
@@ -136,10 +136,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodeUnstageVolume(NodeUnstageVolumeRequest req, StreamObserver<NodeUnstageVolumeResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("staging_target_path", req.getStagingTargetPath());
-      ids.checkVolumeId("volume_id", id);
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+      Optional<String> key = Ids.volume(ids, "volume_id", id);
+      if (key.isEmpty()) {
+        return NodeUnstageVolumeResponse.getDefaultInstance(); // an id never issued was never staged
+      }
+      try (VolumeLocks.Held held = locks.acquire(key.get())) {
         if (engine.journal().get(id).isPresent()) {
           engine.unstage(id, path("staging_target_path", req.getStagingTargetPath()));
         }
@@ -152,7 +155,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodePublishVolume(NodePublishVolumeRequest req, StreamObserver<NodePublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("target_path", req.getTargetPath());
       if (!req.hasVolumeCapability()) {
         throw CsiException.invalid("volume_capability is required");
@@ -162,10 +165,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             "staging_target_path is required: this plugin stages volumes (STAGE_UNSTAGE_VOLUME), so NodeStageVolume"
                 + " comes first and its staging_target_path goes with every NodePublishVolume");
       }
-      ids.checkVolumeId("volume_id", id);
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       boolean readOnly = req.getReadonly() || cap.readOnlyMode();
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireExists(id);
         Path target = path("target_path", req.getTargetPath());
         Path staging = path("staging_target_path", req.getStagingTargetPath());
@@ -183,10 +185,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodeUnpublishVolume(NodeUnpublishVolumeRequest req, StreamObserver<NodeUnpublishVolumeResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("target_path", req.getTargetPath());
-      ids.checkVolumeId("volume_id", id);
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+      // NOT_FOUND for an id never issued: the spec's row for a volume that does not exist; Nomad
+      // treats it as done.
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         if (engine.journal().get(id).isPresent()) {
           engine.unpublish(id, path("target_path", req.getTargetPath()));
         }
@@ -199,9 +202,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodeGetVolumeStats(NodeGetVolumeStatsRequest req, StreamObserver<NodeGetVolumeStatsResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("volume_path", req.getVolumePath());
-      ids.checkVolumeId("volume_id", id);
+      Ids.existingVolume(ids, "volume_id", id);
       requireOnThisNode(id);
       NodeEngine.Stats stats = engine.stats(id, path("volume_path", req.getVolumePath()));
       NodeGetVolumeStatsResponse.Builder b = NodeGetVolumeStatsResponse.newBuilder()
@@ -223,16 +226,15 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
   public void nodeExpandVolume(NodeExpandVolumeRequest req, StreamObserver<NodeExpandVolumeResponse> out) {
     Rpc.unary(out, () -> {
       String id = req.getVolumeId();
-      Validate.required("volume_id", id);
+      IdRules.requireBounded("volume_id", id);
       Validate.required("volume_path", req.getVolumePath());
-      ids.checkVolumeId("volume_id", id);
       if (req.hasCapacityRange()) {
         Validate.capacity("capacity_range", req.getCapacityRange());
       }
       if (req.hasVolumeCapability()) {
         Validate.capability("volume_capability", req.getVolumeCapability());
       }
-      try (VolumeLocks.Held held = locks.acquire(VolumeLocks.volume(id))) {
+      try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireOnThisNode(id);
         long size = engine.expand(id, path("volume_path", req.getVolumePath()));
         if (req.hasCapacityRange() && req.getCapacityRange().getRequiredBytes() > size) {

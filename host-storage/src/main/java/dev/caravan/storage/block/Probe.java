@@ -1,6 +1,10 @@
 package dev.caravan.storage.block;
 
+import dev.caravan.bindings.linux.LinuxUapi;
+import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.blkid.BlkidProbe;
+import dev.caravan.storage.internal.sys.Claims;
+import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
 import java.nio.file.Path;
 import java.util.Map;
@@ -19,7 +23,31 @@ public final class Probe {
    */
   public static Signature probe(Path device) {
     Libc.stat(device); // a missing or inaccessible device fails here, with its errno
-    BlkidProbe.Result result = BlkidProbe.probe(device);
+    return signature(BlkidProbe.probe(device));
+  }
+
+  /**
+   * Probes block device {@code device} as {@link #probe} does, through a descriptor opened with
+   * {@code O_EXCL}: an exclusive claim on the device for the duration of the probe, which Linux
+   * refuses while the device is mounted or claimed by another exclusive opener (another program's
+   * {@code O_EXCL} open, such as a running mkfs).
+   *
+   * @throws dev.caravan.storage.SyscallException EBUSY when the device is mounted or claimed
+   * @throws StorageException when {@code device} is not a block device
+   */
+  public static Signature probeExclusive(Path device) {
+    return Claims.whileClaiming(
+        () -> {
+          try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL())) {
+            if (!Libc.fstat(fd).isBlockDevice()) {
+              throw new StorageException(device + " is not a block device");
+            }
+            return signature(BlkidProbe.probe(fd));
+          }
+        });
+  }
+
+  private static Signature signature(BlkidProbe.Result result) {
     if (result.ambivalent()) {
       return unnamed(Signature.Kind.OTHER);
     }

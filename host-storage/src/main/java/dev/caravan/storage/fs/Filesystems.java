@@ -5,8 +5,6 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
-import dev.caravan.storage.block.Probe;
-import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.exec.ToolRunner;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
@@ -16,9 +14,7 @@ import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.function.Supplier;
 
 /** Formatting, growing, freezing and measuring ext4 and xfs filesystems. */
@@ -30,33 +26,47 @@ public final class Filesystems {
   private Filesystems() {}
 
   /**
-   * Formats {@code device} only if it holds nothing. A filesystem of the requested type is left
-   * untouched ({@link FormatOutcome#ALREADY_FORMATTED}); any other signature (another filesystem, a
-   * partition table, a RAID/LVM member, a crypto header) is refused with a {@link
-   * DataPresentException}.
+   * Formats block device {@code device} as {@code type} only if it holds nothing, and reports
+   * {@link FormatOutcome#FORMATTED} only once that filesystem is on it.
    *
-   * <p>The mkfs tools run without their force flags, so each repeats the check itself and refuses a
-   * device that gained a signature after our probe. Discard is skipped ({@code -E nodiscard},
-   * {@code -K}): on a large thin device it can take minutes, and a fresh device is already empty.
-   * {@code mkfsOptions} come after ours and so can override them.
+   * <ul>
+   *   <li>A filesystem of the requested type is left untouched ({@link
+   *       FormatOutcome#ALREADY_FORMATTED}), mounted or not.
+   *   <li>Any other signature libblkid recognises (such as another filesystem, a partition table,
+   *       an LVM physical volume, a LUKS header) is refused with a {@link DataPresentException}
+   *       naming it.
+   *   <li>The device is probed through a descriptor opened with {@code O_EXCL}. A device that is
+   *       mounted, or held open with {@code O_EXCL} by another program, and holds no filesystem of
+   *       the requested type is refused without running mkfs.
+   *   <li>Calls for one device from threads of this JVM run one at a time, whatever path names the
+   *       device (the lock belongs to its device number): of several concurrent callers one gets
+   *       {@code FORMATTED}, the others {@code ALREADY_FORMATTED}.
+   *   <li>The mkfs tool checks for signatures itself before it writes, and refuses: a signature
+   *       written after our probe is refused too. mkfs.xfs always checks. mke2fs checks only when
+   *       its standard input and output are terminals, so it runs at a pseudo-terminal where the
+   *       answer to its "Proceed anyway? (y,N)" is already typed: no. The device is probed again
+   *       and the refusal is a {@code DataPresentException} naming what is there, with the tool's
+   *       failure as its cause.
+   *   <li>After mkfs succeeds the device is probed again: anything but a filesystem of the
+   *       requested type (nothing, after a dry run such as {@code -n}; another type, such as {@code
+   *       -t ext2}) is a {@link StorageException}, not {@code FORMATTED}.
+   *   <li>{@code mkfsOptions} come after ours on the command line. An option that makes the tool
+   *       skip its own check ({@code -F} for mke2fs, {@code -f} or {@code -C} for mkfs.xfs) is an
+   *       {@link IllegalArgumentException}. Ours skip discard ({@code -E nodiscard}, {@code -K}):
+   *       on a large thin device it can take minutes, and a fresh device is already empty.
+   * </ul>
+   *
+   * <p>Not guaranteed: a program that writes to the device without claiming it exclusively, after
+   * the tool's own check and before the tool's writes, is not kept out (no tool can keep it out).
+   * Callers in other processes are not serialised with ours; between them, only {@code O_EXCL} and
+   * the tools' own checks apply. A process that other code in this JVM starts (not through {@link
+   * dev.caravan.storage.exec.ToolRunner}) while the device is probed holds a copy of the probe's
+   * descriptor until it runs its program; mkfs then finds the device busy and fails.
+   *
+   * @throws StorageException when {@code device} is not a block device
    */
   public static FormatOutcome formatIfEmpty(Path device, FsType type, List<String> mkfsOptions) {
-    Signature found = Probe.probe(device);
-    if (found.kind() == Signature.Kind.FILESYSTEM && found.type().equals(Optional.of(type.id()))) {
-      return FormatOutcome.ALREADY_FORMATTED;
-    }
-    if (!found.isEmpty()) {
-      throw new DataPresentException(device, found.describe());
-    }
-    List<String> command = new ArrayList<>();
-    switch (type) {
-      case EXT4 -> command.addAll(List.of("mkfs.ext4", "-E", "nodiscard"));
-      case XFS -> command.addAll(List.of("mkfs.xfs", "-K"));
-    }
-    command.addAll(mkfsOptions);
-    command.add(device.toString());
-    ToolRunner.run(command, TOOL_TIMEOUT);
-    return FormatOutcome.FORMATTED;
+    return Formatting.formatIfEmpty(device, type, mkfsOptions, () -> {});
   }
 
   /**

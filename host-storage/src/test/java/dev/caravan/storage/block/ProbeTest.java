@@ -3,8 +3,12 @@ package dev.caravan.storage.block;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.bindings.linux.LinuxUapi;
+import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.exec.ToolRunner;
+import dev.caravan.storage.internal.sys.Fd;
+import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import dev.caravan.storage.testing.Signatures;
@@ -100,6 +104,52 @@ class ProbeTest {
     assertThatThrownBy(() -> Probe.probe(scratch.dir().resolve("no-such-device")))
         .isInstanceOfSatisfying(
             SyscallException.class, e -> assertThat(e.errnoName()).isEqualTo("ENOENT"));
+  }
+
+  @Test
+  void anExclusiveProbeSeesWhatAPlainOneSees() {
+    Path image = scratch.image("ext4.img", 16 * MIB);
+    mkfs("mkfs.ext4", "-q", "-U", UUID, "-L", "caravan", image.toString());
+    Path mbr = scratch.image("mbr.img", 8 * MIB);
+    Signatures.writeMbr(mbr);
+    LoopDevice ext4 = LoopDevices.attach(image, true);
+    LoopDevice partitioned = LoopDevices.attach(mbr, true);
+    LoopDevice empty = LoopDevices.attach(scratch.image("empty.img", 8 * MIB), true);
+    try {
+      for (LoopDevice loop : List.of(ext4, partitioned, empty)) {
+        assertThat(Probe.probeExclusive(loop.device())).isEqualTo(Probe.probe(loop.device()));
+      }
+      assertThat(Probe.probeExclusive(ext4.device()).uuid()).contains(UUID);
+    } finally {
+      LoopDevices.detach(ext4);
+      LoopDevices.detach(partitioned);
+      LoopDevices.detach(empty);
+    }
+  }
+
+  @Test
+  void anExclusiveProbeIsRefusedWhileAnotherOpenerHoldsTheDevice() {
+    LoopDevice loop = LoopDevices.attach(scratch.image("empty.img", 8 * MIB), false);
+    try {
+      try (Fd claim = Libc.open(loop.device(), LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL())) {
+        assertThatThrownBy(() -> Probe.probeExclusive(loop.device()))
+            .isInstanceOfSatisfying(
+                SyscallException.class, e -> assertThat(e.errnoName()).isEqualTo("EBUSY"));
+        assertThat(Probe.probe(loop.device()).isEmpty()).isTrue(); // a plain probe is no claim
+      }
+      assertThat(Probe.probeExclusive(loop.device()).isEmpty()).isTrue();
+    } finally {
+      LoopDevices.detach(loop);
+    }
+  }
+
+  @Test
+  void anExclusiveProbeNeedsABlockDevice() {
+    Path file = scratch.image("plain-file.img", 8 * MIB);
+
+    assertThatThrownBy(() -> Probe.probeExclusive(file))
+        .isInstanceOf(StorageException.class)
+        .hasMessage(file + " is not a block device");
   }
 
   /** Prepares the image file, then probes it through a loop device, as a real device would be. */

@@ -84,13 +84,16 @@ class FilesystemsTest {
   }
 
   @Test
-  void neverFormatsOverAPartitionTableOrAVolumeManagerMember() {
+  void neverFormatsOverAPartitionTableAVolumeManagerMemberOrACryptoHeader() {
     Path mbr = scratch.image("mbr.img", 8 * MIB);
     Signatures.writeMbr(mbr);
     Path pv = scratch.image("pv.img", 8 * MIB);
     Signatures.writeLvm2Label(pv);
+    Path luks = scratch.image("luks.img", 8 * MIB);
+    Signatures.writeLuks1(luks);
     LoopDevice mbrLoop = LoopDevices.attach(mbr, false);
     LoopDevice pvLoop = LoopDevices.attach(pv, false);
+    LoopDevice luksLoop = LoopDevices.attach(luks, false);
     try {
       assertThatThrownBy(() -> Filesystems.formatIfEmpty(mbrLoop.device(), FsType.EXT4, List.of()))
           .isInstanceOfSatisfying(
@@ -99,11 +102,16 @@ class FilesystemsTest {
       assertThatThrownBy(() -> Filesystems.formatIfEmpty(pvLoop.device(), FsType.EXT4, List.of()))
           .isInstanceOfSatisfying(
               DataPresentException.class, e -> assertThat(e.found()).isEqualTo("LVM2_member"));
+      assertThatThrownBy(() -> Filesystems.formatIfEmpty(luksLoop.device(), FsType.XFS, List.of()))
+          .isInstanceOfSatisfying(
+              DataPresentException.class, e -> assertThat(e.found()).isEqualTo("crypto_LUKS"));
       assertThat(Probe.probe(mbrLoop.device()).type()).contains("dos");
       assertThat(Probe.probe(pvLoop.device()).type()).contains("LVM2_member");
+      assertThat(Probe.probe(luksLoop.device()).type()).contains("crypto_LUKS");
     } finally {
       LoopDevices.detach(mbrLoop);
       LoopDevices.detach(pvLoop);
+      LoopDevices.detach(luksLoop);
     }
   }
 

@@ -51,6 +51,22 @@ public final class Signatures {
     write(image, 0, header);
   }
 
+  /**
+   * Copies the first {@code length} bytes of {@code source} over the start of {@code target}: with
+   * a source that a mkfs tool formatted, a real superblock, written the way any program could.
+   */
+  public static void copyHead(Path source, Path target, int length) {
+    ByteBuffer head = ByteBuffer.allocate(length);
+    try (FileChannel channel = FileChannel.open(source, StandardOpenOption.READ)) {
+      while (head.hasRemaining() && channel.read(head, head.position()) > 0) {
+        // reading on
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    write(target, 0, head);
+  }
+
   // LVM2's CRC-32: the reflected 0xEDB88320 polynomial, a nibble at a time, seeded 0xf597a6cf.
   private static int lvm2Crc(byte[] data, int from, int to) {
     int crc = 0xf597a6cf;

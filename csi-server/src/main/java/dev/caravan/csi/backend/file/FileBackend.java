@@ -5,6 +5,7 @@ import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
@@ -29,14 +30,14 @@ public final class FileBackend implements Backend {
   private final FileController controller;
   private final FileNode node;
 
-  private FileBackend(FileStore store, String nodeId) {
+  private FileBackend(FileStore store, String nodeId, NodeUsage usage) {
     this.store = store;
-    this.controller = new FileController(store, nodeId);
+    this.controller = new FileController(store, nodeId, usage);
     this.node = new FileNode(store);
   }
 
   public static FileBackend open(BackendConfig config) {
-    return new FileBackend(new FileStore(config.dataDir()), config.nodeId());
+    return new FileBackend(new FileStore(config.dataDir()), config.nodeId(), config.nodeUsage());
   }
 
   @Override

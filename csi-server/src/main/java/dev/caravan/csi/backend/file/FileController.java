@@ -8,6 +8,8 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -17,9 +19,11 @@ import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
+import dev.caravan.storage.file.SparseFiles.CopyMethod;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
@@ -38,7 +42,11 @@ import java.util.Set;
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
  * copies) of them, clones are reflinks of a snapshot or a volume. A snapshot of a volume that is
  * mounted on this node is taken with its filesystem frozen (FIFREEZE), so it holds every write
- * acknowledged before the call.
+ * acknowledged before the call. A volume attached without a mounted filesystem (staged for block
+ * access) cannot be frozen: its snapshot must be a reflink, which the kernel makes under the image's
+ * inode lock, so it is a point-in-time copy of the device (crash-consistent, like a ZFS snapshot).
+ * Where the data directory cannot make reflinks the snapshot is refused: a copy made while writes
+ * continue could be torn, and must never be reported ready.
  *
  * <p><b>Crash-safety rule.</b> Every create writes its record with state CREATING <em>before</em>
  * touching data, builds the data in {@code <id>.img.partial}, renames it to {@code <id>.img}, and only
@@ -64,11 +72,13 @@ final class FileController implements ControllerBackend {
   private final FileStore store;
   private final String nodeId;
   private final Topology nodeTopology;
+  private final NodeUsage usage;
 
-  FileController(FileStore store, String nodeId) {
+  FileController(FileStore store, String nodeId, NodeUsage usage) {
     this.store = store;
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
+    this.usage = usage;
   }
 
   @Override
@@ -76,14 +86,27 @@ final class FileController implements ControllerBackend {
     return Set.of(PARAM_FS_TYPE);
   }
 
+  /** Ids are derived from names, so the id itself is the lock key, for the name and the id alike. */
   @Override
-  public void checkVolumeId(String field, String id) {
-    IdRules.requireToken(field, id);
+  public IdShape volumeId(String id) {
+    return FileIds.VOLUME.matcher(id).matches() ? new IdShape.Ours(id) : new IdShape.NotOurs(FileIds.VOLUME_FORM);
   }
 
   @Override
-  public void checkSnapshotId(String field, String id) {
-    IdRules.requireToken(field, id);
+  public IdShape snapshotId(String id) {
+    return FileIds.SNAPSHOT.matcher(id).matches()
+        ? new IdShape.Ours(id)
+        : new IdShape.NotOurs(FileIds.SNAPSHOT_FORM);
+  }
+
+  @Override
+  public String volumeLockKey(String name) {
+    return FileIds.volumeId(name);
+  }
+
+  @Override
+  public String snapshotLockKey(String name) {
+    return FileIds.snapshotId(name);
   }
 
   // ---- volumes ---------------------------------------------------------------------------------
@@ -109,6 +132,7 @@ final class FileController implements ControllerBackend {
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
             Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("create.after-record");
     return finishCreate(r);
   }
 
@@ -132,19 +156,19 @@ final class FileController implements ControllerBackend {
     }
     if (!req.capacity().admits(r.sizeBytes())) {
       throw CsiException.alreadyExists(
-          "volume name '" + req.name() + "' already exists (" + r.id() + ") with " + r.sizeBytes()
+          "name '" + req.name() + "' already exists as volume " + r.id() + ", with " + r.sizeBytes()
               + " bytes, outside the requested capacity_range [" + req.capacity().requiredBytes() + ", "
               + (req.capacity().hasLimit() ? req.capacity().limitBytes() : "unbounded") + "]");
     }
     if (!r.source().equals(req.source())) {
       throw CsiException.alreadyExists(
-          "volume name '" + req.name() + "' already exists (" + r.id() + ") with content source "
+          "name '" + req.name() + "' already exists as volume " + r.id() + ", with content source "
               + r.source().map(ContentSource::toString).orElse("none") + ", not "
               + req.source().map(ContentSource::toString).orElse("none"));
     }
     if (!r.fsType().equals(fsType)) {
       throw CsiException.alreadyExists(
-          "volume name '" + req.name() + "' already exists (" + r.id() + ") for fs type " + r.fsType()
+          "name '" + req.name() + "' already exists as volume " + r.id() + ", for fs type " + r.fsType()
               + ", not " + fsType);
     }
   }
@@ -217,10 +241,13 @@ final class FileController implements ControllerBackend {
         if (size(partial) < r.sizeBytes()) {
           SparseFiles.grow(partial, r.sizeBytes());
         }
+        CrashPoints.reach("clone.after-partial");
       } else {
         SparseFiles.create(partial, r.sizeBytes());
+        CrashPoints.reach("create.after-partial");
       }
       FileStore.publish(partial, image);
+      CrashPoints.reach("create.after-rename");
     }
     VolumeRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -236,8 +263,9 @@ final class FileController implements ControllerBackend {
     if (!present) {
       // The source vanished between our CREATING record and now: forget the attempt entirely.
       store.deleteVolumeRecord(r.id());
-      throw CsiException.notFound("content source " + s.kind().name().toLowerCase(java.util.Locale.ROOT)
-          + " " + s.id() + " no longer exists");
+      throw CsiException.notFound((s.kind() == ContentSource.Kind.SNAPSHOT
+          ? "volume_content_source.snapshot.snapshot_id " : "volume_content_source.volume.volume_id ")
+          + s.id() + " no longer exists");
     }
     return s.kind() == ContentSource.Kind.SNAPSHOT ? store.snapshotImage(s.id()) : store.volumeImage(s.id());
   }
@@ -249,21 +277,32 @@ final class FileController implements ControllerBackend {
     if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
       return;
     }
+    Optional<NodeUsage.Use> use = usage.of(volumeId);
+    if (use.isPresent()) {
+      throw CsiException.failedPrecondition(
+          "volume_id " + volumeId + " is in use on node " + nodeId + ": " + use.get().describe()
+              + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
+              + " NodeUnstageVolume) first");
+    }
     List<String> snapshots = store.snapshots().stream()
         .filter(s -> s.sourceVolumeId().equals(volumeId) && s.state() != State.DELETING)
         .map(SnapshotRecord::id)
         .toList();
     if (!snapshots.isEmpty()) {
       throw CsiException.failedPrecondition(
-          "volume " + volumeId + " has snapshots " + snapshots + "; delete them first");
+          "volume_id " + volumeId + " has snapshots " + snapshots + ", which would not survive the deletion;"
+              + " delete them first (DeleteSnapshot)");
     }
+    // Second line, for a device attached outside the journal's knowledge (by hand, or by a plugin
+    // that lost its journal): the loop device still maps the image.
     Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
     if (loop.isPresent()) {
       throw CsiException.failedPrecondition(
-          "volume " + volumeId + " is in use: attached on node " + nodeId + " as " + loop.get().device()
-              + "; unstage it (NodeUnstageVolume) before deleting");
+          "volume_id " + volumeId + " is in use: attached on node " + nodeId + " as " + loop.get().device()
+              + "; detach it (NodeUnstageVolume) before deleting");
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete.after-mark");
     finishDelete(volumeId);
   }
 
@@ -271,6 +310,7 @@ final class FileController implements ControllerBackend {
     Path image = store.volumeImage(volumeId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete.after-image-removed");
     store.deleteVolumeRecord(volumeId);
   }
 
@@ -293,9 +333,9 @@ final class FileController implements ControllerBackend {
             ? VolumeHealth.abnormal("backing file " + image + " is " + actual + " bytes, smaller than the volume ("
                 + r.sizeBytes() + ")")
             : VolumeHealth.OK;
-        if (LoopDevices.find(image).isPresent()) {
-          attached = List.of(nodeId);
-        }
+      }
+      if (usage.of(r.id()).isPresent() || (Files.exists(image) && LoopDevices.find(image).isPresent())) {
+        attached = List.of(nodeId);
       }
       return new VolumeStatus(info(r), health, attached);
     });
@@ -320,8 +360,8 @@ final class FileController implements ControllerBackend {
       SnapshotRecord r = existing.get();
       if (!r.sourceVolumeId().equals(sourceVolumeId)) {
         throw CsiException.alreadyExists(
-            "snapshot name '" + name + "' already exists (" + r.id() + ") for volume " + r.sourceVolumeId()
-                + ", not " + sourceVolumeId);
+            "name '" + name + "' already exists as snapshot " + r.id() + " of volume " + r.sourceVolumeId()
+                + ", not of source_volume_id " + sourceVolumeId);
       }
       if (r.state() == State.READY) {
         return info(r);
@@ -334,6 +374,7 @@ final class FileController implements ControllerBackend {
     SnapshotRecord r = new SnapshotRecord(id, name, State.CREATING, sourceVolumeId, source.sizeBytes(),
         Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
+    CrashPoints.reach("snapshot.after-record");
     return finishSnapshot(r);
   }
 
@@ -347,14 +388,30 @@ final class FileController implements ControllerBackend {
       }
       Path partial = FileStore.partial(image);
       FileStore.delete(partial);
-      Optional<Path> mounted = mountPointOf(source);
+      Optional<LoopDevice> loop = LoopDevices.find(source);
+      Optional<Path> mounted = loop.flatMap(FileController::mountPointOf);
       if (mounted.isPresent()) {
         // Staged here: freeze the filesystem so the copy is consistent (freezing flushes dirty data).
         Filesystems.whileFrozen(mounted.get(), () -> SparseFiles.cloneFile(source, partial));
+      } else if (loop.isPresent()) {
+        // Writable through the loop device with no filesystem to freeze: only a reflink is taken at
+        // one instant. Decided before copying, and checked after (a copy_file_range fallback would
+        // be torn), leaving nothing of the attempt behind either way.
+        if (!store.reflinks()) {
+          store.deleteSnapshotRecord(r.id());
+          throw unfrozenCopy(r, loop.get());
+        }
+        if (SparseFiles.cloneFile(source, partial) != CopyMethod.REFLINK) {
+          FileStore.delete(partial);
+          store.deleteSnapshotRecord(r.id());
+          throw unfrozenCopy(r, loop.get());
+        }
       } else {
         SparseFiles.cloneFile(source, partial);
       }
+      CrashPoints.reach("snapshot.after-partial");
       FileStore.publish(partial, image);
+      CrashPoints.reach("snapshot.after-rename");
     }
     SnapshotRecord ready = r.withState(State.READY);
     store.write(ready);
@@ -369,6 +426,7 @@ final class FileController implements ControllerBackend {
       return;
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
+    CrashPoints.reach("delete-snapshot.after-mark");
     finishDeleteSnapshot(snapshotId);
   }
 
@@ -376,6 +434,7 @@ final class FileController implements ControllerBackend {
     Path image = store.snapshotImage(snapshotId);
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
+    CrashPoints.reach("delete-snapshot.after-image-removed");
     store.deleteSnapshotRecord(snapshotId);
   }
 
@@ -389,13 +448,20 @@ final class FileController implements ControllerBackend {
     return store.snapshots().stream().filter(r -> r.state() == State.READY).map(FileController::info).toList();
   }
 
-  /** Where the loop device of {@code image} is mounted on this node, if it is. */
-  private static Optional<Path> mountPointOf(Path image) {
-    Optional<LoopDevice> loop = LoopDevices.find(image);
-    if (loop.isEmpty()) {
-      return Optional.empty();
-    }
-    String device = loop.get().device().toString();
+  private CsiException unfrozenCopy(SnapshotRecord r, LoopDevice loop) {
+    String how = usage.of(r.sourceVolumeId()).map(NodeUsage.Use::describe).orElse("without a mounted filesystem");
+    return CsiException.failedPrecondition(
+        "source_volume_id " + r.sourceVolumeId() + " is attached on node " + nodeId + " as " + loop.device() + ", "
+            + how + ": with no filesystem to freeze, only a reflink is a point-in-time copy, and the data"
+            + " directory " + store.dataDir() + " cannot make reflinks (FICLONE), so a copy taken now could be torn"
+            + " by writes made while it runs. Unpublish and unstage the volume first (NodeUnpublishVolume,"
+            + " NodeUnstageVolume), or keep the file backend's data directory on a filesystem with reflinks"
+            + " (xfs with reflink=1, btrfs)");
+  }
+
+  /** Where {@code loop} is mounted on this node, if it is. */
+  private static Optional<Path> mountPointOf(LoopDevice loop) {
+    String device = loop.device().toString();
     return MountTable.read().stream()
         .filter(e -> e.source().equals(device))
         .map(MountEntry::mountPoint)
@@ -455,7 +521,7 @@ final class FileController implements ControllerBackend {
 
   private VolumeInfo info(VolumeRecord r) {
     return new VolumeInfo(
-        r.id(), r.name(), r.sizeBytes(),
+        r.id(), r.name(), r.sizeBytes(), r.fsType(),
         Map.of(CONTEXT_FS_TYPE, r.fsType(), CONTEXT_NODE, nodeId),
         r.source(), List.of(nodeTopology));
   }

@@ -5,6 +5,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.regex.Pattern;
 
 /**
  * Volume and snapshot ids derived from the CO's name: a readable slug plus 12 hex digits of the
@@ -14,6 +15,14 @@ import java.util.Locale;
  */
 final class FileIds {
   private static final int SLUG_MAX = 40;
+
+  /** Every id {@link #volumeId} issues, and nothing else: no '/', '.', upper case or control character. */
+  static final Pattern VOLUME = Pattern.compile("vol-(?:[a-z0-9]+-)*[0-9a-f]{12}");
+
+  static final Pattern SNAPSHOT = Pattern.compile("snap-(?:[a-z0-9]+-)*[0-9a-f]{12}");
+
+  static final String VOLUME_FORM = "volume ids of the file backend are vol-<name slug>-<12 hex digits>";
+  static final String SNAPSHOT_FORM = "snapshot ids of the file backend are snap-<name slug>-<12 hex digits>";
 
   private FileIds() {}
 

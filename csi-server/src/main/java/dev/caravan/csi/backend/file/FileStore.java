@@ -3,6 +3,7 @@ package dev.caravan.csi.backend.file;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
 import dev.caravan.storage.file.AtomicFiles;
+import dev.caravan.storage.file.SparseFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
@@ -31,9 +32,12 @@ import java.util.stream.Stream;
 final class FileStore {
   private static final String META = ".meta";
 
+  private static final String PROBE = ".reflink-probe";
+
   private final Path dataDir;
   private final Path volumes;
   private final Path snapshots;
+  private Boolean reflinks;
 
   FileStore(Path dataDir) {
     this.dataDir = dataDir;
@@ -49,6 +53,28 @@ final class FileStore {
 
   Path dataDir() {
     return dataDir;
+  }
+
+  /**
+   * Whether a volume image can be cloned into the snapshots directory by reflink (FICLONE): tried
+   * once on two small files there, then remembered, since a directory does not change filesystem
+   * under a running plugin.
+   */
+  synchronized boolean reflinks() {
+    if (reflinks == null) {
+      Path source = volumes.resolve(PROBE);
+      Path target = snapshots.resolve(PROBE);
+      delete(source);
+      delete(target);
+      try {
+        SparseFiles.create(source, 4096);
+        reflinks = SparseFiles.cloneFile(source, target) == SparseFiles.CopyMethod.REFLINK;
+      } finally {
+        delete(source);
+        delete(target);
+      }
+    }
+    return reflinks;
   }
 
   Path volumeImage(String id) {

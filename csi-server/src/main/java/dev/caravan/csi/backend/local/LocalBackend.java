@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.PoolStatus;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
@@ -39,10 +40,10 @@ public final class LocalBackend implements Backend {
   private final LocalController controller;
   private final LocalNode node;
 
-  private LocalBackend(Zfs zfs, LocalConfig config, String nodeId) {
+  private LocalBackend(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
     this.zfs = zfs;
     this.config = config;
-    this.controller = new LocalController(zfs, config, nodeId);
+    this.controller = new LocalController(zfs, config, nodeId, usage);
     this.node = new LocalNode(zfs, controller, config, nodeId);
   }
 
@@ -76,7 +77,7 @@ public final class LocalBackend implements Backend {
       if (refusal.isPresent()) {
         throw new IllegalStateException(refusal.get());
       }
-      return new LocalBackend(zfs, config, nodeId);
+      return new LocalBackend(zfs, config, nodeId, backendConfig.nodeUsage());
     } catch (RuntimeException e) {
       zfs.close();
       throw e;

@@ -10,6 +10,8 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -18,6 +20,7 @@ import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.fs.Filesystems;
@@ -80,12 +83,14 @@ final class LocalController implements ControllerBackend {
   private final LocalConfig config;
   private final String nodeId;
   private final Topology nodeTopology;
+  private final NodeUsage usage;
 
-  LocalController(Zfs zfs, LocalConfig config, String nodeId) {
+  LocalController(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
     this.zfs = zfs;
     this.config = config;
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
+    this.usage = usage;
   }
 
   @Override
@@ -99,13 +104,23 @@ final class LocalController implements ControllerBackend {
   }
 
   @Override
-  public void checkVolumeId(String field, String id) {
-    LocalIds.parseVolume(field, id);
+  public IdShape volumeId(String id) {
+    return LocalIds.volumeShape(id);
   }
 
   @Override
-  public void checkSnapshotId(String field, String id) {
-    LocalIds.parseSnapshot(field, id);
+  public IdShape snapshotId(String id) {
+    return LocalIds.snapshotShape(id);
+  }
+
+  @Override
+  public String volumeLockKey(String name) {
+    return LocalIds.volumeLockKey(name);
+  }
+
+  @Override
+  public String snapshotLockKey(String name) {
+    return LocalIds.snapshotLockKey(name);
   }
 
   // ---- ids, ownership and scope ----------------------------------------------------------------
@@ -189,6 +204,7 @@ final class LocalController implements ControllerBackend {
     ZvolSpec spec = new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
     if (source.isEmpty()) {
       zfs.createZvol(spec);
+      CrashPoints.reach("create.after-zvol");
     } else {
       cloneInto(source.get(), spec, req.name());
     }
@@ -208,8 +224,10 @@ final class LocalController implements ControllerBackend {
     if (!zfs.exists(tmp)) {
       snapshotMaybeFrozen(dataset, tmpName, Map.of(PROP_NAME, "clone of " + name), config.freezeOnSnapshot());
     }
+    CrashPoints.reach("clone.after-temp-snapshot");
     try {
       zfs.cloneIndependent(tmp, spec);
+      CrashPoints.reach("clone.after-copy");
     } finally {
       try {
         zfs.destroySnapshot(tmp);
@@ -393,19 +411,30 @@ final class LocalController implements ControllerBackend {
             "volume_id " + volumeId + ": " + v.dataset() + " was not created by Caravan (no " + zfs.marker()
                 + "); it is never modified or destroyed");
       }
+      Optional<NodeUsage.Use> use = usage.of(volumeId);
+      if (use.isPresent()) {
+        throw CsiException.failedPrecondition(
+            "volume_id " + volumeId + " is in use on node " + nodeId + ": " + use.get().describe()
+                + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
+                + " NodeUnstageVolume) first");
+      }
       List<String> snapshots = zfs.snapshots(v.dataset()).stream()
           .map(s -> describeSnapshot(v, s)).toList();
       if (!snapshots.isEmpty()) {
         throw CsiException.failedPrecondition(
-            "volume " + volumeId + " has snapshots " + snapshots + "; delete them first (DeleteSnapshot)");
+            "volume_id " + volumeId + " has snapshots " + snapshots + ", which would not survive the deletion;"
+                + " delete them first (DeleteSnapshot)");
       }
+      // Second line, for a mount the journal does not know of (made by hand, or by a plugin that
+      // lost its journal).
       Optional<Path> mounted = mountPointOf(v.dataset());
       if (mounted.isPresent()) {
         throw CsiException.failedPrecondition(
-            "volume " + volumeId + " is in use: mounted at " + mounted.get() + " on node " + nodeId
-                + "; unstage it (NodeUnstageVolume) before deleting");
+            "volume_id " + volumeId + " is in use: its zvol is mounted at " + mounted.get() + " on node " + nodeId
+                + "; unmount it (NodeUnstageVolume) before deleting");
       }
       zfs.destroy(v.dataset());
+      CrashPoints.reach("delete.after-destroy");
     });
   }
 
@@ -433,7 +462,8 @@ final class LocalController implements ControllerBackend {
       }
       return managedVolume(v).map(p -> {
         VolumeHealth health = poolHealth(v.pool());
-        List<String> attached = mountPointOf(v.dataset()).isPresent() ? List.of(nodeId) : List.of();
+        boolean inUse = usage.of(volumeId).isPresent() || mountPointOf(v.dataset()).isPresent();
+        List<String> attached = inUse ? List.of(nodeId) : List.of();
         return new VolumeStatus(info(v, p), health, attached);
       });
     });
@@ -492,8 +522,8 @@ final class LocalController implements ControllerBackend {
       if (existing.isPresent()) {
         if (!existing.get().sourceVolumeId().equals(sourceVolumeId)) {
           throw CsiException.alreadyExists(
-              "snapshot name '" + name + "' already exists (" + existing.get().id() + ") for volume "
-                  + existing.get().sourceVolumeId() + ", not " + sourceVolumeId);
+              "name '" + name + "' already exists as snapshot " + existing.get().id() + " of volume "
+                  + existing.get().sourceVolumeId() + ", not of source_volume_id " + sourceVolumeId);
         }
         return existing.get();
       }
@@ -502,6 +532,7 @@ final class LocalController implements ControllerBackend {
       }
       SnapshotId sid = new SnapshotId(v, LocalIds.snapshotNameFor(v, name));
       snapshotMaybeFrozen(v.dataset(), sid.name(), Map.of(PROP_NAME, name), freeze);
+      CrashPoints.reach("snapshot.after-zfs-snapshot");
       return snapshotInfo(sid, zfs.properties(sid.snapshot()));
     });
   }
@@ -688,7 +719,7 @@ final class LocalController implements ControllerBackend {
         CONTEXT_FS_TYPE, p.userProperty(PROP_FS_TYPE).orElse("ext4"),
         CONTEXT_NODE, nodeId,
         CONTEXT_DATASET, v.dataset());
-    return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context,
+    return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context.get(CONTEXT_FS_TYPE), context,
         p.userProperty(PROP_SOURCE).flatMap(LocalController::decode), List.of(nodeTopology));
   }
 

@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.local;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.IdShape;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -23,8 +24,10 @@ import java.util.regex.Pattern;
  * retried CreateVolume or CreateSnapshot finds its earlier work without any index. Parsing is strict:
  * every dataset component matches {@link LocalConfig#COMPONENT} (no '.', '..', '@', '#', '%', empty
  * component or control character), the leaf must look like one this backend issues, and the whole id
- * is at most 128 bytes. Whether the dataset is inside this node's parent dataset is checked when the
- * id is resolved ({@link LocalController}), because only the owner node knows its configuration.
+ * is at most 128 bytes. An id that fails is one this backend never issues: the services answer it as
+ * absent ({@link #volumeShape}), so it never becomes a dataset name. Whether the dataset is inside
+ * this node's parent dataset is checked when the id is resolved ({@link LocalController}), because
+ * only the owner node knows its configuration.
  */
 final class LocalIds {
   static final String PREFIX = "local/v1/";
@@ -66,64 +69,125 @@ final class LocalIds {
     }
   }
 
+  /**
+   * Whether {@code id} (already bounded: non-empty, at most 128 bytes, no NUL) has the form of a
+   * volume id, and its lock key if so; nothing else is checked (not the node, not the scope).
+   */
+  static IdShape volumeShape(String id) {
+    Reading<VolumeId> r = readVolume(id);
+    return r.value() != null ? new IdShape.Ours(lockKey(r.value())) : new IdShape.NotOurs(r.problem());
+  }
+
+  /** As {@link #volumeShape} for snapshot ids. */
+  static IdShape snapshotShape(String id) {
+    Reading<SnapshotId> r = readSnapshot(id);
+    return r.value() != null ? new IdShape.Ours(lockKey(r.value())) : new IdShape.NotOurs(r.problem());
+  }
+
+  /**
+   * The lock key of a volume: its leaf's hash, which is the same in every pool the leaf could be in
+   * (only the slug before it shortens with a longer prefix), so the CO's name yields it before the
+   * pool is known ({@link #volumeLockKey(String)}).
+   */
+  static String lockKey(VolumeId v) {
+    return "vol-*-" + v.leaf().substring(v.leaf().lastIndexOf('-') + 1);
+  }
+
+  static String lockKey(SnapshotId s) {
+    return "snap-*-" + s.name().substring(s.name().lastIndexOf('-') + 1);
+  }
+
+  static String volumeLockKey(String name) {
+    return "vol-*-" + hash(name);
+  }
+
+  static String snapshotLockKey(String name) {
+    return "snap-*-" + hash(name);
+  }
+
+  /** Parses an id that must be of this backend's form: INVALID_ARGUMENT naming {@code field} otherwise. */
   static VolumeId parseVolume(String field, String id) {
-    requireShape(field, id);
-    if (id.indexOf('@') >= 0) {
-      throw malformed(field, id, "a volume id has no '@' (that is a snapshot id)");
+    IdRules.requireBounded(field, id);
+    Reading<VolumeId> r = readVolume(id);
+    if (r.value() == null) {
+      throw malformed(field, id, r.problem());
     }
-    return volume(field, id, id.substring(PREFIX.length()));
+    return r.value();
   }
 
   static SnapshotId parseSnapshot(String field, String id) {
-    requireShape(field, id);
+    IdRules.requireBounded(field, id);
+    Reading<SnapshotId> r = readSnapshot(id);
+    if (r.value() == null) {
+      throw malformed(field, id, r.problem());
+    }
+    return r.value();
+  }
+
+  /** A parsed value, or (value null) the rule the text breaks. */
+  private record Reading<T>(T value, String problem) {
+    static <T> Reading<T> of(T value) {
+      return new Reading<>(value, "");
+    }
+
+    static <T> Reading<T> not(String problem) {
+      return new Reading<>(null, problem);
+    }
+  }
+
+  private static Reading<VolumeId> readVolume(String id) {
+    if (!id.startsWith(PREFIX)) {
+      return Reading.not("ids of the local backend start with " + PREFIX);
+    }
+    if (id.indexOf('@') >= 0) {
+      return Reading.not("a volume id has no '@' (that is a snapshot id)");
+    }
+    return volume(id.substring(PREFIX.length()));
+  }
+
+  private static Reading<SnapshotId> readSnapshot(String id) {
+    if (!id.startsWith(PREFIX)) {
+      return Reading.not("ids of the local backend start with " + PREFIX);
+    }
     int at = id.indexOf('@');
     if (at < 0 || at != id.lastIndexOf('@')) {
-      throw malformed(field, id, "a snapshot id is <volume id>@snap-<name>");
+      return Reading.not("a snapshot id is <volume id>@snap-<name>");
     }
-    VolumeId volume = volume(field, id, id.substring(PREFIX.length(), at));
+    Reading<VolumeId> volume = volume(id.substring(PREFIX.length(), at));
+    if (volume.value() == null) {
+      return Reading.not(volume.problem());
+    }
     String name = id.substring(at + 1);
     if (!SNAPSHOT_LEAF.matcher(name).matches()) {
-      throw malformed(field, id, "the snapshot name after '@' must be snap-<lower-case letters, digits, '-'>");
+      return Reading.not("the snapshot name after '@' must be snap-<lower-case letters, digits, '-'>");
     }
-    return new SnapshotId(volume, name);
+    return Reading.of(new SnapshotId(volume.value(), name));
   }
 
-  private static void requireShape(String field, String id) {
-    if (id.isEmpty()) {
-      throw CsiException.invalid(field + " is required");
-    }
-    if (id.getBytes(StandardCharsets.UTF_8).length > IdRules.MAX_BYTES) {
-      throw CsiException.invalid(field + " is longer than " + IdRules.MAX_BYTES + " bytes");
-    }
-    if (!id.startsWith(PREFIX)) {
-      throw malformed(field, id, "ids of the local backend start with " + PREFIX);
-    }
-  }
-
-  private static VolumeId volume(String field, String id, String rest) {
+  private static Reading<VolumeId> volume(String rest) {
     String[] parts = rest.split("/", -1);
     if (parts.length < 4) {
-      throw malformed(field, id, "expected " + PREFIX + "<node>/<pool>/<parent dataset>/vol-<name>");
+      return Reading.not("expected " + PREFIX + "<node>/<pool>/<parent dataset>/vol-<name>");
     }
     if (!NODE.matcher(parts[0]).matches()) {
-      throw malformed(field, id, "the node '" + IdRules.printable(parts[0]) + "' is not a node id");
+      return Reading.not("the node '" + IdRules.printable(parts[0]) + "' is not a node id");
     }
     if (!LocalConfig.POOL.matcher(parts[1]).matches()) {
-      throw malformed(field, id, "the pool '" + IdRules.printable(parts[1]) + "' is not a pool name");
+      return Reading.not("the pool '" + IdRules.printable(parts[1]) + "' is not a pool name");
     }
     for (int i = 2; i < parts.length - 1; i++) {
       if (!LocalConfig.COMPONENT.matcher(parts[i]).matches()) {
-        throw malformed(field, id, "dataset component '" + IdRules.printable(parts[i])
+        return Reading.not("dataset component '" + IdRules.printable(parts[i])
             + "' is not allowed (letters, digits, '_', '-', '.', ':', starting with a letter or digit)");
       }
     }
     String leaf = parts[parts.length - 1];
     if (!VOLUME_LEAF.matcher(leaf).matches()) {
-      throw malformed(field, id, "the volume name '" + IdRules.printable(leaf)
+      return Reading.not("the volume name '" + IdRules.printable(leaf)
           + "' must be vol-<lower-case letters, digits, '-'>");
     }
     String parent = String.join("/", List.of(parts).subList(2, parts.length - 1));
-    return new VolumeId(parts[0], parts[1], parent, leaf);
+    return Reading.of(new VolumeId(parts[0], parts[1], parent, leaf));
   }
 
   private static CsiException malformed(String field, String id, String rule) {

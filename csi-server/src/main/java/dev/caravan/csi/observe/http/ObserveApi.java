@@ -2,6 +2,8 @@ package dev.caravan.csi.observe.http;
 
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.node.StagedVolume;
@@ -234,11 +236,11 @@ public final class ObserveApi {
 
   private boolean validCsiId(String id) {
     try {
-      controller.checkVolumeId("volume_id", id);
-      return true;
+      IdRules.requireBounded("volume_id", id);
     } catch (CsiException e) {
       return false;
     }
+    return controller.volumeId(id) instanceof IdShape.Ours;
   }
 
   private static String printable(String s) {

@@ -9,6 +9,7 @@ import dev.caravan.csi.observe.http.ObserveApi.Response;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
@@ -53,7 +54,7 @@ public final class ObserveServer implements AutoCloseable {
       } catch (GeneralSecurityException e) {
         throw new IOException("cannot set up TLS for the HTTP server: " + e.getMessage(), e);
       }
-      HttpsServer https = HttpsServer.create(address, 64);
+      HttpsServer https = bind(address, () -> HttpsServer.create(address, 64));
       boolean mutual = settings.mutualTls();
       https.setHttpsConfigurator(new HttpsConfigurator(ctx) {
         @Override
@@ -65,7 +66,7 @@ public final class ObserveServer implements AutoCloseable {
       });
       server = https;
     } else {
-      server = HttpServer.create(address, 64);
+      server = bind(address, () -> HttpServer.create(address, 64));
     }
     ExecutorService executor = Executors.newFixedThreadPool(4,
         Thread.ofPlatform().name("caravan-http-", 0).daemon(true).factory());
@@ -76,6 +77,21 @@ public final class ObserveServer implements AutoCloseable {
         server.getAddress().getHostString(), Integer.toString(server.getAddress().getPort()),
         describeAuth(settings, tokenDigest.isPresent()));
     return new ObserveServer(server, executor);
+  }
+
+  private interface Binder<T> {
+    T bind() throws IOException;
+  }
+
+  /** Binds, turning the JDK's bare "Address already in use" into a message naming the address. */
+  private static <T> T bind(InetSocketAddress address, Binder<T> binder) throws IOException {
+    try {
+      return binder.bind();
+    } catch (BindException e) {
+      throw new IOException("cannot listen on " + address.getHostString() + ":" + address.getPort()
+          + " for the HTTP API (usage, metrics, inspector): " + e.getMessage()
+          + "; free that port or choose another with --http-listen (or --http-listen=off)", e);
+    }
   }
 
   private static String describeAuth(HttpSettings s, boolean token) {

@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.CapacityReport;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRequest;
@@ -59,13 +60,23 @@ public final class MeteredControllerBackend implements ControllerBackend {
   }
 
   @Override
-  public void checkVolumeId(String field, String id) {
-    delegate.checkVolumeId(field, id);
+  public IdShape volumeId(String id) {
+    return delegate.volumeId(id);
   }
 
   @Override
-  public void checkSnapshotId(String field, String id) {
-    delegate.checkSnapshotId(field, id);
+  public IdShape snapshotId(String id) {
+    return delegate.snapshotId(id);
+  }
+
+  @Override
+  public String volumeLockKey(String name) {
+    return delegate.volumeLockKey(name);
+  }
+
+  @Override
+  public String snapshotLockKey(String name) {
+    return delegate.snapshotLockKey(name);
   }
 
   @Override

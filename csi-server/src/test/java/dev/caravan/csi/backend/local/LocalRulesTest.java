@@ -8,6 +8,7 @@ import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeRequest;
@@ -223,7 +224,7 @@ class LocalRulesTest {
 
   @Test
   void callsForAnotherNodesVolumeAreUnavailableNamingTheOwner() {
-    LocalController c = new LocalController(null, CONFIG, "n1"); // no ZFS: any ZFS call would fail
+    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none()); // no ZFS: any ZFS call would fail
     String foreign = LocalIds.volumeFor("n2", "tank", "caravan", "data").id();
     String foreignSnap = foreign + "@snap-x-0123456789ab";
     List<ThrowingCallable> calls = List.of(
@@ -252,7 +253,7 @@ class LocalRulesTest {
 
   @Test
   void ownIdsOutsideTheManagedDatasetsAreRefusedWithoutTouchingZfs() {
-    LocalController c = new LocalController(null, CONFIG, "n1");
+    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none());
     for (String id : List.of(LocalIds.volumeFor("n1", "rpool", "caravan", "data").id(),
         LocalIds.volumeFor("n1", "tank", "other", "data").id(),
         LocalIds.volumeFor("n1", "tank", "caravan/deeper", "data").id())) {

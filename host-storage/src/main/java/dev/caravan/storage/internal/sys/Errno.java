@@ -7,6 +7,8 @@ package dev.caravan.storage.internal.sys;
  */
 public final class Errno {
   public static final int ENOENT = 2;
+  public static final int EINTR = 4;
+  public static final int EIO = 5;
   public static final int ENXIO = 6;
   public static final int EBUSY = 16;
   public static final int EXDEV = 18;

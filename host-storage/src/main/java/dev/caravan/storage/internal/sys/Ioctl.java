@@ -17,6 +17,13 @@ public record Ioctl(String name, long request) {
   public static final Ioctl FIFREEZE = new Ioctl("FIFREEZE", LinuxUapi.FIFREEZE());
   public static final Ioctl FITHAW = new Ioctl("FITHAW", LinuxUapi.FITHAW());
   public static final Ioctl FICLONE = new Ioctl("FICLONE", LinuxUapi.FICLONE());
+  // Terminal ioctls (asm-generic/ioctls.h; x86_64 uses the generic numbers). The generated
+  // bindings do not cover them.
+  public static final Ioctl TCGETS = new Ioctl("TCGETS", 0x5401);
+  public static final Ioctl TCSETS = new Ioctl("TCSETS", 0x5402);
+  // _IOW('T', 0x31, int) and _IO('T', 0x41)
+  public static final Ioctl TIOCSPTLCK = new Ioctl("TIOCSPTLCK", 0x40045431);
+  public static final Ioctl TIOCGPTPEER = new Ioctl("TIOCGPTPEER", 0x5441);
 
   @Override
   public String toString() {

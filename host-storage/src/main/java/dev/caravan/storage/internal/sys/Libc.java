@@ -58,6 +58,10 @@ public final class Libc {
       syscall("pwrite", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
   private static final MethodHandle RENAME = syscall("rename", JAVA_INT, ADDRESS, ADDRESS);
   private static final MethodHandle PIPE2 = syscall("pipe2", JAVA_INT, ADDRESS, JAVA_INT);
+  // For talking to a child process through a pseudo-terminal (Pty), which has no file position.
+  private static final MethodHandle READ = syscall("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+  private static final MethodHandle WRITE =
+      syscall("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
   private static final MethodHandle STRERROR =
       LINKER.downcallHandle(
           LINKER.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
@@ -289,13 +293,44 @@ public final class Libc {
     }
   }
 
+  // read and write, for descriptors without a file position (a pseudo-terminal's master end).
+
+  /** Reads into {@code buffer} (up to its size); returns bytes read, 0 at end of file. */
+  public static long read(Fd fd, MemorySegment buffer) {
+    try (Arena arena = Arena.ofConfined()) {
+      return call(
+          arena,
+          state -> (long) READ.invokeExact(state, fd.number(), buffer, buffer.byteSize()),
+          "read",
+          fd,
+          buffer.byteSize());
+    }
+  }
+
+  /** Writes all of {@code content}, looping over short writes. */
+  public static void writeFully(Fd fd, byte[] content) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment buffer = arena.allocateFrom(JAVA_BYTE, content);
+      for (long done = 0; done < buffer.byteSize(); ) {
+        MemorySegment rest = buffer.asSlice(done);
+        done +=
+            call(
+                arena,
+                state -> (long) WRITE.invokeExact(state, fd.number(), rest, rest.byteSize()),
+                "write",
+                fd,
+                rest.byteSize());
+      }
+    }
+  }
+
   @FunctionalInterface
-  private interface Downcall {
+  interface Downcall {
     long invoke(MemorySegment callState) throws Throwable;
   }
 
   /** Runs one downcall; -1 means failure, with the errno the call left in {@code callState}. */
-  private static long call(Arena arena, Downcall downcall, String operation, Object... arguments) {
+  static long call(Arena arena, Downcall downcall, String operation, Object... arguments) {
     MemorySegment callState = arena.allocate(CALL_STATE);
     long result;
     try {
@@ -306,15 +341,19 @@ public final class Libc {
       throw new AssertionError("a downcall threw a checked exception", t);
     }
     if (result == -1) {
-      int errno = (int) ERRNO.get(callState, 0L);
-      throw new SyscallException(
-          errno,
-          Errno.name(errno),
-          strerror(errno),
-          operation,
-          Arrays.stream(arguments).map(String::valueOf).toList());
+      throw failure((int) ERRNO.get(callState, 0L), operation, arguments);
     }
     return result;
+  }
+
+  /** The exception for a call that failed with {@code errno}, however the call reported it. */
+  static SyscallException failure(int errno, String operation, Object... arguments) {
+    return new SyscallException(
+        errno,
+        Errno.name(errno),
+        strerror(errno),
+        operation,
+        Arrays.stream(arguments).map(String::valueOf).toList());
   }
 
   private static String strerror(int errno) {
@@ -334,7 +373,7 @@ public final class Libc {
     return "0x" + Long.toHexString(value);
   }
 
-  private static MethodHandle syscall(String name, ValueLayout result, MemoryLayout... arguments) {
+  static MethodHandle syscall(String name, ValueLayout result, MemoryLayout... arguments) {
     return LINKER.downcallHandle(
         LINKER.defaultLookup().findOrThrow(name),
         FunctionDescriptor.of(result, arguments),

@@ -1,0 +1,49 @@
+package dev.caravan.csi.backend;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What this node has staged and published, as its node journal records it. The journal is written
+ * before the node changes the host, for every access type, so it is the one place that knows a
+ * volume is in use even where nothing on the host shows it (a zvol bound at a target for block
+ * access leaves no filesystem mount of the zvol). Backends read it to refuse DeleteVolume and to
+ * report published nodes; the node package provides it, so backends never depend on that package.
+ */
+@FunctionalInterface
+public interface NodeUsage {
+  /** How {@code volumeId} is used on this node; empty when the journal has no record of it. */
+  Optional<Use> of(String volumeId);
+
+  /** For backends opened without a node service (tools that only read); nothing is in use. */
+  static NodeUsage none() {
+    return volumeId -> Optional.empty();
+  }
+
+  /**
+   * One volume's use on this node.
+   *
+   * @param device the device attached for it, once known
+   * @param stagingPaths where it is staged (or being staged)
+   * @param targets where it is published
+   */
+  record Use(AccessType accessType, Optional<Path> device, List<Path> stagingPaths, List<Path> targets) {
+    public Use {
+      stagingPaths = List.copyOf(stagingPaths);
+      targets = List.copyOf(targets);
+    }
+
+    /** E.g. "staged for block access at [/a] and published at [/b]", for error messages. */
+    public String describe() {
+      List<String> parts = new ArrayList<>();
+      String how = accessType == AccessType.BLOCK ? "block access" : "mount access";
+      parts.add(stagingPaths.isEmpty() ? "recorded for " + how : "staged for " + how + " at " + stagingPaths);
+      if (!targets.isEmpty()) {
+        parts.add("published at " + targets);
+      }
+      return String.join(" and ", parts);
+    }
+  }
+}
