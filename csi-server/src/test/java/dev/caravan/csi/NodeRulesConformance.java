@@ -301,9 +301,10 @@ abstract class NodeRulesConformance {
   }
 
   /**
-   * The journal record a plugin killed between a stage's mount and its grow leaves behind (the
-   * staging path recorded, the stage not complete, no device): the next stage there must run the
-   * remaining steps although the mount is present.
+   * The journal record a plugin killed between a stage's mount and its grow leaves behind when the
+   * volume is staged at another path already (the new staging path recorded, not complete; the device
+   * recorded by the first stage): the next stage there must run the remaining steps although the
+   * mount is present and a device is known.
    */
   @Test
   void aStageCutShortAfterItsMountIsFinishedByTheNextStage() throws Exception {
@@ -312,9 +313,12 @@ abstract class NodeRulesConformance {
     VolumeCapability cap = Caps.mount("xfs");
     long size = f.backend.sizeFor("xfs");
     String id = create("cut-short", cap);
-    Path staging = f.dir("staging/default/cut-short/" + USAGE);
-    stage(id, staging, cap);
-    long before = Files.getFileStore(staging).getTotalSpace();
+    Path first = f.dir("staging/default/cut-short/" + USAGE);
+    Path second = f.dir("staging/default/cut-short/rw-file-system-single-node-multi-writer");
+    VolumeCapability secondCap = Caps.mount("xfs", Mode.SINGLE_NODE_MULTI_WRITER);
+    stage(id, first, cap);
+    stage(id, second, secondCap);
+    long before = Files.getFileStore(second).getTotalSpace();
     f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
         .setCapacityRange(Caps.bytes(size * 2)).build());
     Path record = f.plugin().engine().journal().file(id);
@@ -323,19 +327,23 @@ abstract class NodeRulesConformance {
     try (Reader r = Files.newBufferedReader(record, StandardCharsets.UTF_8)) {
       p.load(r);
     }
-    p.remove("device");
-    p.setProperty("staging.0.complete", "false");
+    assertThat(p.getProperty("device")).as("recorded by the first stage").isNotNull();
+    Path secondReal = second.toRealPath();
+    String key = p.stringPropertyNames().stream().filter(k -> k.matches("staging\\.\\d+"))
+        .filter(k -> Path.of(p.getProperty(k)).equals(secondReal)).findFirst().orElseThrow();
+    p.setProperty(key + ".complete", "false");
     try (Writer w = Files.newBufferedWriter(record, StandardCharsets.UTF_8)) {
-      p.store(w, "as a kill between mount and grow leaves it");
+      p.store(w, "as a kill between the second stage's mount and its grow leaves it");
     }
     f.startPlugin();
-    assertThat(MountTable.isMountPoint(staging)).isTrue();
+    assertThat(MountTable.isMountPoint(second)).isTrue();
 
-    stage(id, staging, cap);
+    stage(id, second, secondCap);
 
-    assertThat(Files.getFileStore(staging).getTotalSpace()).isGreaterThan(before + size / 2);
-    stage(id, staging, cap); // complete now: the repeat is a plain OK
-    unstage(id, staging);
+    assertThat(Files.getFileStore(second).getTotalSpace()).isGreaterThan(before + size / 2);
+    stage(id, second, secondCap); // complete now: the repeat is a plain OK
+    unstage(id, second);
+    unstage(id, first);
     delete(id);
   }
 
