@@ -9,6 +9,7 @@ import dev.caravan.storage.internal.zfs.VolumeReservation;
 import dev.caravan.storage.internal.zfs.ZfsErrors;
 import dev.caravan.storage.internal.zfs.ZfsIoctls;
 import dev.caravan.storage.internal.zfs.ZfsLibrary;
+import dev.caravan.storage.internal.zfs.ZfsModuleVersion;
 import dev.caravan.storage.internal.zfs.ZvolDevices;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.file.Files;
@@ -72,13 +73,30 @@ public final class Zfs implements AutoCloseable {
   /**
    * Opens the facade with {@code marker} as the ownership marker.
    *
-   * @throws NativeLibraryUnavailableException when libzfs_core or libnvpair is not installed, or
-   *     {@code /dev/zfs} cannot be opened (no zfs module, no permission); the message says which.
+   * @throws NativeLibraryUnavailableException when libzfs_core or libnvpair is not installed, when
+   *     {@code /dev/zfs} cannot be opened (no zfs module, no permission), or when the loaded zfs
+   *     module is not a version Caravan's {@code zfs_cmd_t} layout was verified for; the message
+   *     says which.
    *     Nothing else in this class can then be reached, so no libzfs_core call can abort the JVM.
    */
   public static Zfs open(ManagedBy marker) {
+    return open(marker, ZfsModuleVersion::readLoaded);
+  }
+
+  /**
+   * {@link #open(ManagedBy)} with the module version read from {@code moduleVersion} (empty: no
+   * module loaded). Package-private: tests feed versions a host without ZFS cannot have.
+   */
+  static Zfs open(ManagedBy marker, Supplier<Optional<String>> moduleVersion) {
     Objects.requireNonNull(marker, "marker");
+    // Before any ioctl: an unverified module may expect a zfs_cmd_t of another size.
+    Optional<String> loaded = moduleVersion.get();
+    loaded.ifPresent(ZfsModuleVersion::requireVerified);
     ZfsLibrary.process().require();
+    if (loaded.isEmpty()) {
+      // /dev/zfs opened, yet no version published: a module we cannot check.
+      ZfsModuleVersion.requireVerified(moduleVersion.get().orElse(""));
+    }
     try {
       return new Zfs(ZfsIoctls.open(), marker);
     } catch (SyscallException e) {

@@ -9,6 +9,7 @@ import static dev.caravan.storage.zfs.GuestZfs.zfsGet;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.storage.internal.zfs.ZfsModuleVersion;
 import dev.caravan.storage.internal.zfs.ZvolDevices;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.channels.FileChannel;
@@ -66,6 +67,17 @@ class ZfsGuestTest {
     assertThat(pool.free()).isEqualTo(pool.size() - pool.allocated());
     assertThat(cliValues[3]).isEqualTo("ONLINE");
     assertThat(zfs.pool("no-such-pool")).isEmpty();
+  }
+
+  @Test
+  void theLoadedModuleIsAVerifiedVersionAndOpenAcceptsIt() throws Exception {
+    String loaded = Files.readString(ZfsModuleVersion.SYSFS).strip();
+    assertThat(ZfsModuleVersion.upstream(loaded))
+        .as("/sys/module/zfs/version %s", loaded)
+        .hasValueSatisfying(v -> assertThat(ZfsModuleVersion.VERIFIED).contains(v));
+    try (Zfs opened = Zfs.open()) {
+      assertThat(opened.pool(POOL)).isPresent();
+    }
   }
 
   @Test
