@@ -336,6 +336,7 @@ abstract class KillConformance {
       kill("create.after-zvol", Where.LOCAL, Operation.CREATE),
       kill("clone.after-temp-snapshot", Where.LOCAL, Operation.CLONE_FROM_VOLUME),
       kill("clone.after-copy", Where.LOCAL, Operation.CLONE_FROM_VOLUME),
+      kill("clone.after-receive", Where.LOCAL, Operation.CLONE_FROM_SNAPSHOT),
       kill("snapshot.after-zfs-snapshot", Where.LOCAL, Operation.SNAPSHOT),
       kill("delete.after-destroy", Where.LOCAL, Operation.DELETE));
 

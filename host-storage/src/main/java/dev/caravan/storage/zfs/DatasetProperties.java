@@ -12,11 +12,6 @@ import java.util.Optional;
  * {@code ZFS_IOC_OBJSET_STATS} call. Immutable: a snapshot of the moment it was read.
  */
 public final class DatasetProperties {
-  // dmu_objset_type_t (sys/fs/zfs.h). Not read from the bindings, so that parsing works, and can
-  // be tested, on a host without libzfs_core.
-  private static final int DMU_OST_ZFS = 2;
-  private static final int DMU_OST_ZVOL = 3;
-
   /** Marks a value received by {@code zfs receive} in a property's source. */
   private static final String RECEIVED_SOURCE = "$recvd";
 
@@ -51,13 +46,13 @@ public final class DatasetProperties {
   /** Reads the reply of {@code ZFS_IOC_OBJSET_STATS}: fast stats plus the property nvlist. */
   static DatasetProperties from(
       String name, ZfsCommand.ObjsetStats stats, Map<String, Object> propertyList) {
-    boolean volume = stats.type() == DMU_OST_ZVOL;
+    boolean volume = stats.type() == ZfsCommand.DMU_OST_ZVOL;
     DatasetType type =
         stats.snapshot()
             ? DatasetType.SNAPSHOT
             : volume
                 ? DatasetType.VOLUME
-                : stats.type() == DMU_OST_ZFS ? DatasetType.FILESYSTEM : DatasetType.OTHER;
+                : stats.type() == ZfsCommand.DMU_OST_ZFS ? DatasetType.FILESYSTEM : DatasetType.OTHER;
     Map<String, Property> properties = new LinkedHashMap<>();
     propertyList.forEach(
         (property, entry) -> {

@@ -51,11 +51,11 @@ final class IndependentCopy {
   }
 
   /**
-   * Streams {@code source} into the new {@code received} ({@code dataset@snapshot}), marking it
-   * with {@code marker} as a received property from the moment it exists. Never throws for a ZFS
+   * Streams {@code source} into the new {@code received} ({@code dataset@snapshot}), which carries
+   * {@code properties} as received properties from the moment it exists. Never throws for a ZFS
    * error: the caller inspects the {@link Outcome}.
    */
-  static Outcome run(String source, String received, ManagedBy marker) {
+  static Outcome run(String source, String received, Map<String, String> properties) {
     AtomicReference<Lzc.Result> sent = new AtomicReference<>();
     AtomicReference<Throwable> senderCrash = new AtomicReference<>();
     Lzc.Result receiveResult;
@@ -74,8 +74,8 @@ final class IndependentCopy {
                       pipe.closeWriteEnd();
                     }
                   });
-      try (NvList properties = NvList.create().add(marker.property(), marker.value())) {
-        receiveResult = Lzc.receive(received, properties, pipe.readFd());
+      try (NvList list = NvList.of(properties)) {
+        receiveResult = Lzc.receive(received, list, pipe.readFd());
       } finally {
         pipe.closeReadEnd();
         joinUninterruptibly(sender);

@@ -9,6 +9,7 @@ import dev.caravan.storage.internal.zfs.VolumeReservation;
 import dev.caravan.storage.internal.zfs.ZfsErrors;
 import dev.caravan.storage.internal.zfs.ZfsIoctls;
 import dev.caravan.storage.internal.zfs.ZfsLibrary;
+import dev.caravan.storage.internal.zfs.ZfsModuleVersion;
 import dev.caravan.storage.internal.zfs.ZvolDevices;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.file.Files;
@@ -16,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -37,8 +39,10 @@ import java.util.function.Supplier;
  * }</pre>
  *
  * <p><b>Safety.</b> Only datasets carrying the ownership marker ({@link ManagedBy}, by default
- * {@code caravan:managed=true}, set on the dataset itself) are ever changed or destroyed; the
- * facade sets it on everything it creates. Destroy takes one leaf at a time, never recursively, and
+ * {@code caravan:managed=true}, set locally on the dataset itself) are ever changed or destroyed;
+ * the facade sets it on everything it creates. The one exception is a copy it began and did not
+ * finish, which carries the marker only as received: {@link #finishCopy} finishes it. Destroy takes
+ * one leaf at a time, never recursively, and
  * refuses a volume with snapshots or children, or a snapshot with clones; volumes only grow. A
  * refusal is a {@link ZfsRefusedException}, decided before ZFS is asked; a failure inside ZFS is a
  * {@link ZfsException} with the errno and any per-item errors.
@@ -72,13 +76,30 @@ public final class Zfs implements AutoCloseable {
   /**
    * Opens the facade with {@code marker} as the ownership marker.
    *
-   * @throws NativeLibraryUnavailableException when libzfs_core or libnvpair is not installed, or
-   *     {@code /dev/zfs} cannot be opened (no zfs module, no permission); the message says which.
+   * @throws NativeLibraryUnavailableException when libzfs_core or libnvpair is not installed, when
+   *     {@code /dev/zfs} cannot be opened (no zfs module, no permission), or when the loaded zfs
+   *     module is not a version Caravan's {@code zfs_cmd_t} layout was verified for; the message
+   *     says which.
    *     Nothing else in this class can then be reached, so no libzfs_core call can abort the JVM.
    */
   public static Zfs open(ManagedBy marker) {
+    return open(marker, ZfsModuleVersion::readLoaded);
+  }
+
+  /**
+   * {@link #open(ManagedBy)} with the module version read from {@code moduleVersion} (empty: no
+   * module loaded). Package-private: tests feed versions a host without ZFS cannot have.
+   */
+  static Zfs open(ManagedBy marker, Supplier<Optional<String>> moduleVersion) {
     Objects.requireNonNull(marker, "marker");
+    // Before any ioctl: an unverified module may expect a zfs_cmd_t of another size.
+    Optional<String> loaded = moduleVersion.get();
+    loaded.ifPresent(ZfsModuleVersion::requireVerified);
     ZfsLibrary.process().require();
+    if (loaded.isEmpty()) {
+      // /dev/zfs opened, yet no version published: a module we cannot check.
+      ZfsModuleVersion.requireVerified(moduleVersion.get().orElse(""));
+    }
     try {
       return new Zfs(ZfsIoctls.open(), marker);
     } catch (SyscallException e) {
@@ -433,13 +454,11 @@ public final class Zfs implements AutoCloseable {
   }
 
   /**
-   * Copies a volume snapshot into a new, independent volume: {@code lzc_send} streams the snapshot
-   * into a pipe from a helper thread while {@code lzc_receive} reads it, all in this process. The
-   * new volume shares no blocks with its source (unlike {@code zfs clone}), so the source and its
-   * snapshot can be destroyed afterwards. The snapshot the receive creates on the target is
-   * destroyed, so the new volume starts without snapshots; then the marker, {@code target}'s user
-   * properties and compression are set, the reservation when thick, and the size when {@code
-   * target} is larger than the source. If any step fails, the new volume is destroyed again.
+   * Copies a volume snapshot into a new, independent volume: {@link #receiveCopy} then {@link
+   * #finishCopy}. The new volume shares no blocks with its source (unlike {@code zfs clone}), so the
+   * source and its snapshot can be destroyed afterwards. If a step fails, the new volume is
+   * destroyed again; if the process dies between the two steps, {@link #finishCopy} finishes the
+   * copy later.
    *
    * @param target name, size (at least the source's) and options of the new volume; its block
    *     size must be empty or equal to the source's
@@ -447,72 +466,172 @@ public final class Zfs implements AutoCloseable {
    *     smaller than the source, or the target's pool is not usable
    */
   public void cloneIndependent(String sourceSnapshot, ZvolSpec target) {
+    receiveCopy(sourceSnapshot, target);
+    finishCopy(target);
+  }
+
+  /**
+   * The first step of {@link #cloneIndependent}: {@code lzc_send} streams the snapshot into a pipe
+   * from a helper thread while {@code lzc_receive} reads it, all in this process. The new volume
+   * carries the marker and {@code target}'s user properties as <em>received</em> properties from
+   * the moment it exists, and the snapshot the receive made. Until {@link #finishCopy} it is an
+   * {@linkplain #isUnfinishedCopy unfinished copy}: not {@linkplain ManagedBy#marks managed}, so no
+   * other operation of the facade changes or destroys it.
+   *
+   * @throws ZfsRefusedException as {@link #cloneIndependent} does
+   * @throws ZfsException with EEXIST when {@code target} exists
+   */
+  public void receiveCopy(String sourceSnapshot, ZvolSpec target) {
     DatasetNames.requireSnapshot(sourceSnapshot);
     Objects.requireNonNull(target, "target");
     DatasetProperties source = properties(sourceSnapshot);
     if (!source.isVolume()) {
       throw notAVolume(source);
     }
-    long sourceBlockSize = source.volumeBlockSize();
-    if (target.blockSize().isPresent() && target.blockSize().getAsLong() != sourceBlockSize) {
+    requireFits(target, source.volumeSize(), source.volumeBlockSize(), "copy " + sourceSnapshot);
+    requireUsablePool(target.name());
+    createParents(target.name());
+
+    String received = target.name() + "@" + DatasetNames.shortSnapshotName(sourceSnapshot);
+    Map<String, String> properties = new LinkedHashMap<>(target.userProperties());
+    properties.put(marker.property(), marker.value());
+    IndependentCopy.Outcome copied = IndependentCopy.run(sourceSnapshot, received, properties);
+    try {
+      copied.orThrow(sourceSnapshot, received);
+    } catch (RuntimeException e) {
+      if (copied.createdTarget()) { // only then is the target ours to remove
+        removeUnfinished(target.name(), e);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * The second step of {@link #cloneIndependent}, also the way to finish a copy whose process died
+   * after {@link #receiveCopy}: destroys the snapshot the receive made, reserves what a thick
+   * volume needs, grows the volume to {@code target}'s size, and last, in one {@code
+   * ZFS_IOC_SET_PROP}, sets the marker, {@code target}'s user properties and compression locally.
+   * That last step is what makes the copy finished and managed, so a copy interrupted anywhere
+   * before it is still {@linkplain #isUnfinishedCopy unfinished} and this method can run again. If a
+   * step fails (rather than the process dying), the unfinished copy is destroyed.
+   *
+   * <p>Finishing a finished copy with the same user properties does nothing.
+   *
+   * @param target the spec {@link #receiveCopy} was given, or one differing only in size (at least
+   *     the copy's), sparseness and compression
+   * @throws ZfsRefusedException {@link Reason#NOT_MANAGED} when {@code target} is not an unfinished
+   *     copy made by this manager with exactly {@code target}'s user properties (nor such a finished
+   *     one); {@link Reason#SHRINK} when it would shrink
+   * @throws ZfsException with ENOENT when it does not exist
+   */
+  public void finishCopy(ZvolSpec target) {
+    Objects.requireNonNull(target, "target");
+    String name = target.name();
+    DatasetNames.requireChild(name);
+    DatasetProperties copy = properties(name);
+    if (!copy.isVolume() || copy.isSnapshot()) {
+      throw notAVolume(copy);
+    }
+    boolean finished = marker.marks(copy);
+    if (!(finished || isUnfinishedCopy(copy)) || !carries(copy, target.userProperties())) {
+      throw new ZfsRefusedException(
+          Reason.NOT_MANAGED,
+          name,
+          "refusing to finish "
+              + name
+              + ": it is not "
+              + (finished ? "a copy" : "an unfinished copy")
+              + " made by this manager ("
+              + marker
+              + ") with the user properties "
+              + target.userProperties());
+    }
+    if (finished) {
+      return;
+    }
+    long blockSize = copy.volumeBlockSize();
+    requireFits(target, copy.volumeSize(), blockSize, "finish the copy " + name);
+    try {
+      List<String> received = snapshots(name);
+      if (!received.isEmpty()) {
+        retryWhileBusy(() -> Lzc.destroySnapshots(received)).orThrow("destroy", received.getFirst());
+      }
+      if (!target.sparse()) {
+        long reservation =
+            reservation(requireUsablePool(name), target.size(), blockSize, copies(copy));
+        setProperties(name, Map.of("refreservation", reservation));
+      }
+      if (target.size() > copy.volumeSize()) {
+        resize(properties(name), target.size(), false);
+      }
+      try (NvList properties = NvList.create()) {
+        properties.add(marker.property(), marker.value());
+        target.userProperties().forEach(properties::add);
+        target.compression().ifPresent(c -> properties.add("compression", c.index()));
+        setProperties(name, properties);
+      }
+    } catch (RuntimeException e) {
+      removeUnfinished(name, e);
+      throw e;
+    }
+  }
+
+  /**
+   * Whether {@code dataset} is a copy this manager began ({@link #receiveCopy}) and has not
+   * finished: it carries the marker only as a received property. Such a volume is not {@linkplain
+   * ManagedBy#marks managed}; {@link #finishCopy} is the one operation that touches it.
+   */
+  public boolean isUnfinishedCopy(DatasetProperties dataset) {
+    return dataset.isVolume() && !dataset.isSnapshot() && marker.marksReceived(dataset);
+  }
+
+  /** Whether every one of {@code userProperties} has that value on {@code dataset}. */
+  private static boolean carries(DatasetProperties dataset, Map<String, String> userProperties) {
+    return userProperties.entrySet().stream()
+        .allMatch(p -> dataset.userProperty(p.getKey()).filter(p.getValue()::equals).isPresent());
+  }
+
+  /** A copy of a volume of {@code size} bytes in blocks of {@code blockSize} can become {@code target}. */
+  private static void requireFits(ZvolSpec target, long size, long blockSize, String operation) {
+    if (target.blockSize().isPresent() && target.blockSize().getAsLong() != blockSize) {
       throw new IllegalArgumentException(
           "a copy keeps its source's volblocksize ("
-              + sourceBlockSize
+              + blockSize
               + "); "
               + target.name()
               + " asks for "
               + target.blockSize().getAsLong());
     }
-    if (target.size() < source.volumeSize()) {
+    if (target.size() < size) {
       throw new ZfsRefusedException(
           Reason.SHRINK,
           target.name(),
-          "refusing to copy "
-              + sourceSnapshot
+          "refusing to "
+              + operation
               + " ("
-              + source.volumeSize()
+              + size
               + " bytes) into the smaller "
               + target.name()
               + " ("
               + target.size()
               + " bytes)");
     }
-    requireBlockMultiple(target.size(), sourceBlockSize);
-    requireUsablePool(target.name());
-    createParents(target.name());
+    requireBlockMultiple(target.size(), blockSize);
+  }
 
-    String received = target.name() + "@" + DatasetNames.shortSnapshotName(sourceSnapshot);
-    IndependentCopy.Outcome copied = IndependentCopy.run(sourceSnapshot, received, marker);
+  /**
+   * Destroys an unfinished copy and its snapshots, bypassing the marker check (it carries the
+   * marker only as received); a failure to do so is added to {@code cause}.
+   */
+  private void removeUnfinished(String name, RuntimeException cause) {
     try {
-      copied.orThrow(sourceSnapshot, received);
-      Lzc.destroySnapshots(List.of(received)).orThrow("destroy", received);
-      try (NvList properties = NvList.create()) {
-        properties.add(marker.property(), marker.value());
-        target.userProperties().forEach(properties::add);
-        target.compression().ifPresent(c -> properties.add("compression", c.index()));
-        setProperties(target.name(), properties);
+      List<String> snapshots = ioctls().snapshots(name).stream().map(ZfsIoctls.Reply::name).toList();
+      if (!snapshots.isEmpty()) {
+        Lzc.destroySnapshots(snapshots);
       }
-      DatasetProperties copy = properties(target.name());
-      if (!target.sparse()) {
-        long reservation =
-            reservation(
-                requireUsablePool(target.name()), target.size(), sourceBlockSize, copies(copy));
-        setProperties(target.name(), Map.of("refreservation", reservation));
-        copy = properties(target.name());
-      }
-      if (target.size() > copy.volumeSize()) {
-        resize(copy, target.size(), false);
-      }
-    } catch (RuntimeException e) {
-      if (copied.createdTarget()) { // only then is the target ours to remove
-        try {
-          Lzc.destroySnapshots(List.of(received));
-          retryWhileBusy(() -> Lzc.destroy(target.name())).orThrow("destroy", target.name());
-        } catch (RuntimeException undo) {
-          e.addSuppressed(undo);
-        }
-      }
-      throw e;
+      retryWhileBusy(() -> Lzc.destroy(name)).orThrow("destroy", name);
+    } catch (RuntimeException undo) {
+      cause.addSuppressed(undo);
     }
   }
 

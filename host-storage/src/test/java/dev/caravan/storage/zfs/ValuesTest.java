@@ -98,7 +98,9 @@ class ValuesTest {
     assertThat(p.compression()).contains(Compression.LZ4);
     assertThat(p.userProperty("caravan:managed")).contains("true");
     assertThat(p.isManagedBy(ManagedBy.CARAVAN)).isTrue();
-    assertThat(p.isManagedBy(new ManagedBy("acme:tag", "x"))).as("received counts").isTrue();
+    assertThat(p.isManagedBy(new ManagedBy("acme:tag", "x"))).as("received only").isFalse();
+    assertThat(new ManagedBy("acme:tag", "x").marksReceived(p)).isTrue();
+    assertThat(ManagedBy.CARAVAN.marksReceived(p)).as("set locally").isFalse();
     assertThatThrownBy(() -> p.get("caravan:managed").orElseThrow().asLong())
         .isInstanceOf(IllegalStateException.class);
   }

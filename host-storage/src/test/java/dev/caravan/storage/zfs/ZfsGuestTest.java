@@ -9,6 +9,7 @@ import static dev.caravan.storage.zfs.GuestZfs.zfsGet;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.storage.internal.zfs.ZfsModuleVersion;
 import dev.caravan.storage.internal.zfs.ZvolDevices;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.channels.FileChannel;
@@ -66,6 +67,17 @@ class ZfsGuestTest {
     assertThat(pool.free()).isEqualTo(pool.size() - pool.allocated());
     assertThat(cliValues[3]).isEqualTo("ONLINE");
     assertThat(zfs.pool("no-such-pool")).isEmpty();
+  }
+
+  @Test
+  void theLoadedModuleIsAVerifiedVersionAndOpenAcceptsIt() throws Exception {
+    String loaded = Files.readString(ZfsModuleVersion.SYSFS).strip();
+    assertThat(ZfsModuleVersion.upstream(loaded))
+        .as("/sys/module/zfs/version %s", loaded)
+        .hasValueSatisfying(v -> assertThat(ZfsModuleVersion.VERIFIED).contains(v));
+    try (Zfs opened = Zfs.open()) {
+      assertThat(opened.pool(POOL)).isPresent();
+    }
   }
 
   @Test
@@ -482,6 +494,64 @@ class ZfsGuestTest {
     Path device = zfs.zvolDevice(copy, DEVICE_WAIT);
     assertThat(GuestZfs.deviceSize(device)).isEqualTo(2 * SIZE);
     assertSameBytes(GuestZfs.read(device, 0, CHUNK), head);
+  }
+
+  @Test
+  void aCopyInterruptedAfterItsReceiveIsUnfinishedUntilFinishCopy() throws Exception {
+    String source = freshWithDevice("srchalf");
+    zfs.createZvol(ZvolSpec.of(source, SIZE));
+    byte[] head = GuestZfs.pattern(5, CHUNK);
+    byte[] tail = GuestZfs.pattern(6, CHUNK);
+    GuestZfs.write(zfs.zvolDevice(source, DEVICE_WAIT), 0, head);
+    GuestZfs.write(zfs.zvolDevice(source, DEVICE_WAIT), SIZE - CHUNK, tail);
+    String snapshot = zfs.snapshot(source, "base");
+    String copy = freshWithDevice("half");
+    ZvolSpec spec =
+        ZvolSpec.of(copy, 2 * SIZE)
+            .compression(Compression.LZ4)
+            .userProperty("caravan:csi-name", "half")
+            .userProperty("caravan:source", snapshot);
+
+    zfs.receiveCopy(snapshot, spec); // what a process that died right after the receive leaves
+
+    DatasetProperties half = zfs.properties(copy);
+    assertThat(zfs.isUnfinishedCopy(half)).isTrue();
+    assertThat(half.isManagedBy(ManagedBy.CARAVAN)).as("received only").isFalse();
+    assertThat(half.userProperty("caravan:csi-name")).contains("half");
+    assertThat(half.get("caravan:csi-name").orElseThrow().source()).isEqualTo(PropertySource.RECEIVED);
+    assertThat(cli("zfs", "get", "-H", "-o", "value,source", "caravan:csi-name,caravan:managed", copy))
+        .isEqualTo("half\treceived\ntrue\treceived");
+    assertThat(zfs.snapshots(copy)).containsExactly(copy + "@base");
+    assertThat(half.volumeSize()).isEqualTo(SIZE);
+    // Nothing but finishCopy touches it.
+    assertThatThrownBy(() -> zfs.destroy(copy))
+        .isInstanceOfSatisfying(
+            ZfsRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.NOT_MANAGED));
+    assertThatThrownBy(() -> zfs.snapshot(copy, "s"))
+        .isInstanceOfSatisfying(
+            ZfsRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.NOT_MANAGED));
+    assertThatThrownBy(() -> zfs.finishCopy(spec.userProperty("caravan:csi-name", "other")))
+        .isInstanceOfSatisfying(
+            ZfsRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.NOT_MANAGED))
+        .hasMessageContaining("not an unfinished copy made by this manager");
+    assertThat(zfs.snapshots(copy)).as("a refusal changes nothing").hasSize(1);
+
+    zfs.finishCopy(spec);
+
+    DatasetProperties done = zfs.properties(copy);
+    assertThat(zfs.isUnfinishedCopy(done)).isFalse();
+    assertThat(done.isManagedBy(ManagedBy.CARAVAN)).isTrue();
+    assertThat(done.get("caravan:csi-name").orElseThrow().source()).isEqualTo(PropertySource.LOCAL);
+    assertThat(zfs.snapshots(copy)).as("the received snapshot is gone").isEmpty();
+    assertThat(done.volumeSize()).isEqualTo(2 * SIZE);
+    assertThat(done.isThick()).isTrue();
+    assertThat(done.compression()).contains(Compression.LZ4);
+    Path device = zfs.zvolDevice(copy, DEVICE_WAIT);
+    assertSameBytes(GuestZfs.read(device, 0, CHUNK), head);
+    assertSameBytes(GuestZfs.read(device, SIZE - CHUNK, CHUNK), tail);
+
+    zfs.finishCopy(spec); // finishing a finished copy changes nothing
+    assertThat(zfs.properties(copy).volumeSize()).isEqualTo(2 * SIZE);
   }
 
   @Test

@@ -53,10 +53,11 @@ import java.util.Set;
  * <p><b>State lives in ZFS only.</b> What CreateVolume was asked for is recorded as user properties
  * on the zvol ({@code caravan:csi-name}, {@code caravan:fstype}, {@code caravan:source}, {@code
  * caravan:node}), set atomically with the create ({@code lzc_create}), so there is no side file to
- * get out of step. A zvol without {@code caravan:managed} is never modified or destroyed (the facade
- * enforces it too); one carrying the marker but no {@code caravan:csi-name} is the remains of a
- * clone interrupted by a crash between the receive and the property update, and is reported, not
- * guessed at.
+ * get out of step. A clone gets them with its receive, as received properties, and locally, with the
+ * marker, in the copy's last step ({@link Zfs#finishCopy}); a clone a crash interrupted in between is
+ * an {@linkplain Zfs#isUnfinishedCopy unfinished copy}, which the retried CreateVolume (same name,
+ * so the same dataset) recognises by those properties and finishes. A zvol without {@code
+ * caravan:managed} is never modified or destroyed (the facade enforces it too).
  *
  * <p><b>Ownership.</b> Ids carry the node. Until cross-node forwarding exists, a call about a volume
  * of another node is refused with UNAVAILABLE naming that node, before anything is done here.
@@ -177,6 +178,8 @@ final class LocalController implements ControllerBackend {
     req.source().ifPresent(this::requireSourceOwner);
     Optional<VolumeInfo> existing = existingByName(req, params, fsType);
     if (existing.isPresent()) {
+      // A crash after the copy but before the temporary snapshot went may have left it.
+      req.source().ifPresent(s -> removeCloneSnapshot(s, req.name()));
       return existing.get();
     }
     Optional<Source> source = req.source().map(this::resolveSource);
@@ -196,12 +199,7 @@ final class LocalController implements ControllerBackend {
     requireUsablePool(pool);
     requireSpace(pool, params.sparse() ? 0 : size);
     VolumeId v = LocalIds.volumeFor(nodeId, pool, config.parentDataset(), req.name());
-    Map<String, String> props = new LinkedHashMap<>();
-    props.put(PROP_NAME, req.name());
-    props.put(PROP_FS_TYPE, fsType);
-    props.put(PROP_NODE, nodeId);
-    source.ifPresent(s -> props.put(PROP_SOURCE, encode(s.csi())));
-    ZvolSpec spec = new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
+    ZvolSpec spec = spec(v, req, params, fsType, size, block);
     if (source.isEmpty()) {
       zfs.createZvol(spec);
       CrashPoints.reach("create.after-zvol");
@@ -211,13 +209,23 @@ final class LocalController implements ControllerBackend {
     return info(v, zfs.properties(v.dataset()));
   }
 
+  /** What a new volume records about its request, and how it is laid out. */
+  private ZvolSpec spec(VolumeId v, VolumeRequest req, LocalParameters params, String fsType, long size, long block) {
+    Map<String, String> props = new LinkedHashMap<>();
+    props.put(PROP_NAME, req.name());
+    props.put(PROP_FS_TYPE, fsType);
+    props.put(PROP_NODE, nodeId);
+    req.source().ifPresent(s -> props.put(PROP_SOURCE, encode(s)));
+    return new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
+  }
+
   private void cloneInto(Source s, ZvolSpec spec, String name) {
     if (s.snapshot().isPresent()) {
-      zfs.cloneIndependent(s.snapshot().get(), spec);
+      copy(s.snapshot().get(), spec);
       return;
     }
     // Volume to volume: a temporary snapshot of the source, copied, then destroyed. A crash may leave
-    // it behind; the retry reuses it, and DeleteVolume of the source names it.
+    // it behind; the retry reuses it (or, when the copy got that far, destroys it).
     String dataset = s.volume().dataset();
     String tmpName = CLONE_SNAPSHOT_PREFIX + LocalIds.hash(name);
     String tmp = dataset + "@" + tmpName;
@@ -226,16 +234,79 @@ final class LocalController implements ControllerBackend {
     }
     CrashPoints.reach("clone.after-temp-snapshot");
     try {
-      zfs.cloneIndependent(tmp, spec);
+      copy(tmp, spec);
       CrashPoints.reach("clone.after-copy");
     } finally {
-      try {
-        zfs.destroySnapshot(tmp);
-      } catch (StorageException e) {
-        System.getLogger(LocalController.class.getName()).log(System.Logger.Level.WARNING,
-            "could not destroy the temporary snapshot " + tmp + ": " + e.getMessage());
-      }
+      removeCloneSnapshot(s.csi(), name);
     }
+  }
+
+  /** The facade's two copy steps, with the crash window between them named for the kill tests. */
+  private void copy(String snapshot, ZvolSpec spec) {
+    zfs.receiveCopy(snapshot, spec);
+    CrashPoints.reach("clone.after-receive");
+    zfs.finishCopy(spec);
+  }
+
+  /** Destroys the temporary snapshot a clone of a volume takes, if it (still) exists. */
+  private void removeCloneSnapshot(ContentSource source, String name) {
+    if (source.kind() != ContentSource.Kind.VOLUME) {
+      return;
+    }
+    String tmp = LocalIds.parseVolume("volume_content_source.volume.volume_id", source.id()).dataset()
+        + "@" + CLONE_SNAPSHOT_PREFIX + LocalIds.hash(name);
+    try {
+      if (zfs.exists(tmp)) {
+        zfs.destroySnapshot(tmp);
+      }
+    } catch (StorageException e) {
+      System.getLogger(LocalController.class.getName()).log(System.Logger.Level.WARNING,
+          "could not destroy the temporary snapshot " + tmp + ": " + e.getMessage());
+    }
+  }
+
+  /**
+   * Finishes the clone a crash interrupted between its receive and its last step, when the retried
+   * request is the one it was made for: the dataset's name derives from the CSI name, the received
+   * marker proves Caravan made it, and the received properties record name, fs type and source.
+   * Returns the finished volume's properties.
+   */
+  private DatasetProperties finishClone(VolumeRequest req, LocalParameters params, String fsType, VolumeId v,
+      DatasetProperties p) {
+    String where = "volume name '" + req.name() + "' already exists as " + v.dataset() + ", an unfinished clone";
+    Optional<String> recorded = p.userProperty(PROP_NAME);
+    if (recorded.isEmpty()) {
+      throw CsiException.failedPrecondition(
+          where + " without " + PROP_NAME + " (left by an older Caravan); check it and destroy it by hand"
+              + " (zfs destroy -r " + v.dataset() + ") before retrying");
+    }
+    if (!recorded.get().equals(req.name())) {
+      throw CsiException.internal(
+          "volume id collision: " + v.dataset() + " belongs to name '" + recorded.get() + "'", null);
+    }
+    List<String> conflicts = new ArrayList<>();
+    if (params.pool().isPresent() && !params.pool().get().equals(v.pool())) {
+      conflicts.add("pool " + v.pool() + ", not " + params.pool().get());
+    }
+    String fs = p.userProperty(PROP_FS_TYPE).orElse("");
+    if (!fs.equals(fsType)) {
+      conflicts.add("fs type " + fs + ", not " + fsType);
+    }
+    Optional<ContentSource> source = p.userProperty(PROP_SOURCE).flatMap(LocalController::decode);
+    if (!source.equals(req.source())) {
+      conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
+          + req.source().map(ContentSource::toString).orElse("none"));
+    }
+    long block = p.volumeBlockSize();
+    if (params.volblocksize().isPresent() && params.volblocksize().getAsLong() != block) {
+      conflicts.add("volblocksize " + block + ", not " + params.volblocksize().getAsLong());
+    }
+    if (!conflicts.isEmpty()) {
+      throw CsiException.alreadyExists(where + " (" + v.id() + ") for " + String.join("; ", conflicts));
+    }
+    long size = plannedSize(req, fsType, block, p.volumeSize());
+    zfs.finishCopy(spec(v, req, params, fsType, size, block));
+    return zfs.properties(v.dataset());
   }
 
   /** The volume the CO already created under {@code req.name()}, if any, checked for compatibility. */
@@ -247,6 +318,9 @@ final class LocalController implements ControllerBackend {
       }
       DatasetProperties p = zfs.properties(v.dataset());
       String where = "volume name '" + req.name() + "' already exists as " + v.dataset();
+      if (zfs.isUnfinishedCopy(p)) {
+        p = finishClone(req, params, fsType, v, p);
+      }
       if (!zfs.marker().marks(p) || !p.isVolume() || p.isSnapshot()) {
         throw CsiException.alreadyExists(
             where + ", which Caravan did not create (no " + zfs.marker() + " or not a volume); it is left"
@@ -254,9 +328,9 @@ final class LocalController implements ControllerBackend {
       }
       Optional<String> recorded = p.userProperty(PROP_NAME);
       if (recorded.isEmpty()) {
-        throw CsiException.failedPrecondition(
-            where + " without " + PROP_NAME + ": the remains of a clone interrupted by a crash; check it and"
-                + " destroy it by hand (zfs destroy -r " + v.dataset() + ") before retrying");
+        throw CsiException.alreadyExists(
+            where + ", which carries no " + PROP_NAME + " (not made by CreateVolume); it is left untouched:"
+                + " remove or rename it by hand, or use another volume name");
       }
       if (!recorded.get().equals(req.name())) {
         throw CsiException.internal(

@@ -18,7 +18,7 @@ import java.util.Map;
  * used in try-with-resources: {@link #close()} frees it.
  *
  * <p>Nvlists coming back from ZFS are never handed around natively: {@link #read(MemorySegment)}
- * and {@link #unpack(MemorySegment, long)} copy them at once into plain Java values, and the native
+ * and {@link #unpack(MemorySegment)} copy them at once into plain Java values, and the native
  * list is freed by whoever allocated it. The Java shape of a pair's value:
  *
  * <ul>
@@ -156,11 +156,14 @@ public final class NvList implements AutoCloseable {
     }
   }
 
-  /** Unpacks a packed nvlist into Java values; the temporary native list is freed. */
-  public static Map<String, Object> unpack(MemorySegment packed, long size) {
+  /**
+   * Unpacks the packed nvlist that fills {@code packed} into Java values; the temporary native list
+   * is freed. libnvpair reads exactly {@code packed.byteSize()} bytes.
+   */
+  public static Map<String, Object> unpack(MemorySegment packed) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(C_POINTER);
-      check(ZfsCore.nvlist_unpack(packed, size, out, 0), "nvlist_unpack");
+      check(ZfsCore.nvlist_unpack(packed, packed.byteSize(), out, 0), "nvlist_unpack");
       MemorySegment list = out.get(C_POINTER, 0);
       try {
         return read(list);

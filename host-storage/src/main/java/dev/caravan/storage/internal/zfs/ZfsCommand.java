@@ -18,10 +18,14 @@ import java.nio.charset.StandardCharsets;
  *
  * <p>The struct lives in OpenZFS's {@code include/sys/zfs_ioctl.h}, which distributions do not
  * install, so jextract cannot generate it. The layout below is written from the OpenZFS 2.3
- * definition (tag zfs-2.3.2; unchanged through 2.3.x): a 4 KiB name, the nvlist buffer
- * descriptors, then the legacy fields. OpenZFS pads the struct by hand so that 32- and 64-bit
- * processes share one layout, so every offset here is fixed: 13744 bytes in all. {@code
- * ZfsCommandTest} pins each offset used below.
+ * definition (tag zfs-2.3.2): a 4 KiB name, the nvlist buffer descriptors, then the legacy fields.
+ * OpenZFS pads the struct by hand so that 32- and 64-bit processes share one layout, so every
+ * offset here is fixed: 13744 bytes in all. The struct does change between releases (2.3.1's is 16
+ * bytes larger), so the facade only talks to a module of a version in {@link
+ * ZfsModuleVersion#VERIFIED}. {@code native/zfs-cmd/layout.c} prints the real offsets and sizes
+ * from a version's headers; its output is committed as {@code native/zfs-cmd/zfs_cmd_t.layout},
+ * and {@code ZfsCommandTest} compares every member below with that table and, where a C compiler
+ * and the headers are installed, the table with the headers.
  *
  * <p>Caravan reads and writes only: {@code zc_name}, the {@code zc_nvlist_src}/{@code
  * zc_nvlist_dst} pointers and sizes, {@code zc_cookie} (list cursor; on {@code POOL_STATS} the
@@ -35,6 +39,12 @@ public final class ZfsCommand {
 
   /** {@code ZFS_MAX_DATASET_NAME_LEN}. */
   public static final int MAX_DATASET_NAME = 256;
+
+  /** {@code dmu_objset_type_t} of a filesystem, in {@code dds_type}. */
+  public static final int DMU_OST_ZFS = 2;
+
+  /** {@code dmu_objset_type_t} of a volume, in {@code dds_type}. */
+  public static final int DMU_OST_ZVOL = 3;
 
   /** {@code dmu_objset_stats_t}: what {@code dmu_objset_fast_stat} fills in. */
   public static final StructLayout OBJSET_STATS =

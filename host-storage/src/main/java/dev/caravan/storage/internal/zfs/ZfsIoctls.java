@@ -175,15 +175,30 @@ public final class ZfsIoctls implements AutoCloseable {
           continue;
         }
         Map<String, Object> reply =
-            wantReply
-                    && errno != ZfsErrors.ENOMEM
-                    && zc.destinationFilled()
-                    && zc.destinationSize() > 0
-                ? NvList.unpack(buffer, zc.destinationSize())
-                : Map.of();
+            wantReply && errno != ZfsErrors.ENOMEM ? reply(zc, buffer) : Map.of();
         return new Reply(errno, zc.name(), zc.cookie(), zc.objsetStats(), reply);
       }
     }
+  }
+
+  /**
+   * The nvlist the kernel packed into {@code buffer}, as it reported in {@code zc}. A reported size
+   * beyond the buffer is refused rather than trusted: libnvpair would read past the buffer's end.
+   */
+  static Map<String, Object> reply(ZfsCommand zc, MemorySegment buffer) {
+    long size = zc.destinationSize();
+    if (!zc.destinationFilled() || size == 0) {
+      return Map.of();
+    }
+    if (size < 0 || size > buffer.byteSize()) {
+      throw new IllegalStateException(
+          "the kernel reported a reply of "
+              + Long.toUnsignedString(size)
+              + " bytes in a buffer of "
+              + buffer.byteSize()
+              + ": refusing to read past the buffer");
+    }
+    return NvList.unpack(buffer.asSlice(0, size));
   }
 
   @Override

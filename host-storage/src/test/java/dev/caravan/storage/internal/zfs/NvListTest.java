@@ -48,7 +48,7 @@ class NvListTest {
         Arena arena = Arena.ofConfined()) {
       MemorySegment packed = list.pack(arena);
       assertThat(packed.byteSize()).isPositive();
-      back = NvList.unpack(packed, packed.byteSize());
+      back = NvList.unpack(packed);
       assertThat(list.toMap()).isEqualTo(back);
     }
     assertThat(back).containsExactlyEntriesOf(values);

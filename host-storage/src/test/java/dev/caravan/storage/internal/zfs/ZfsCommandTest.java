@@ -1,78 +1,143 @@
 package dev.caravan.storage.internal.zfs;
 
-import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.bindings.zfs.ZfsCore;
+import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * Pins {@code zfs_cmd_t} to OpenZFS 2.3. The expected offsets were printed with {@code offsetof}
- * by a C program compiled against the zfs-2.3.2 headers ({@code include/sys/zfs_ioctl.h}, userland
- * include paths), x86_64, gcc 12.
+ * Pins {@link ZfsCommand} to the real {@code zfs_cmd_t}. The expected layout is {@code
+ * native/zfs-cmd/zfs_cmd_t.layout}, the output of {@code native/zfs-cmd/layout.c} compiled against
+ * the OpenZFS headers; the Java layout must match every line of it, and, where a C compiler and the
+ * headers are installed (the development host after {@code scripts/guest-test setup}, the guest),
+ * the table must match what the program prints now.
  */
 class ZfsCommandTest {
-  private static final Map<String, Long> OFFSETS_FROM_C =
-      Map.ofEntries(
-          Map.entry("zc_name", 0L),
-          Map.entry("zc_nvlist_src", 4096L),
-          Map.entry("zc_nvlist_src_size", 4104L),
-          Map.entry("zc_nvlist_dst", 4112L),
-          Map.entry("zc_nvlist_dst_size", 4120L),
-          Map.entry("zc_nvlist_dst_filled", 4128L),
-          Map.entry("zc_pad2", 4132L),
-          Map.entry("zc_history", 4136L),
-          Map.entry("zc_value", 4144L),
-          Map.entry("zc_string", 12336L),
-          Map.entry("zc_guid", 12592L),
-          Map.entry("zc_nvlist_conf", 12600L),
-          Map.entry("zc_nvlist_conf_size", 12608L),
-          Map.entry("zc_cookie", 12616L),
-          Map.entry("zc_objset_type", 12624L),
-          Map.entry("zc_perm_action", 12632L),
-          Map.entry("zc_history_len", 12640L),
-          Map.entry("zc_history_offset", 12648L),
-          Map.entry("zc_obj", 12656L),
-          Map.entry("zc_iflags", 12664L),
-          Map.entry("zc_share", 12672L),
-          Map.entry("zc_objset_stats", 12704L),
-          Map.entry("zc_begin_record", 12992L),
-          Map.entry("zc_inject_record", 13296L),
-          Map.entry("zc_defer_destroy", 13648L),
-          Map.entry("zc_flags", 13652L),
-          Map.entry("zc_action_handle", 13656L),
-          Map.entry("zc_cleanup_fd", 13664L),
-          Map.entry("zc_simple", 13668L),
-          Map.entry("zc_pad", 13669L),
-          Map.entry("zc_sendobj", 13672L),
-          Map.entry("zc_fromobj", 13680L),
-          Map.entry("zc_createtxg", 13688L),
-          Map.entry("zc_stat", 13696L),
-          Map.entry("zc_zoneid", 13736L));
+  private static final Path NATIVE = findNative();
+  private static final Path TABLE = NATIVE.resolve("zfs_cmd_t.layout");
+
+  /** The table of {@code layout.c}: struct sizes, members and constants, in its order. */
+  record Table(Map<String, Long> structs, Map<String, List<Member>> members, Map<String, Long> constants) {
+    static Table parse(List<String> lines) {
+      Map<String, Long> structs = new LinkedHashMap<>();
+      Map<String, List<Member>> members = new LinkedHashMap<>();
+      Map<String, Long> constants = new LinkedHashMap<>();
+      for (String line : lines) {
+        if (line.isBlank() || line.startsWith("#")) {
+          continue;
+        }
+        String[] f = line.split(" ", -1);
+        switch (f[0]) {
+          case "struct" -> structs.put(f[1], Long.parseLong(f[2]));
+          case "field" ->
+              members
+                  .computeIfAbsent(f[1], k -> new ArrayList<>())
+                  .add(new Member(f[2], Long.parseLong(f[3]), Long.parseLong(f[4])));
+          case "constant" -> constants.put(f[1], Long.parseLong(f[2]));
+          default -> throw new AssertionError("unexpected line in the layout table: " + line);
+        }
+      }
+      return new Table(structs, members, constants);
+    }
+  }
+
+  record Member(String name, long offset, long size) {}
 
   @Test
-  void layoutMatchesTheCStruct() {
-    assertThat(ZfsCommand.LAYOUT.byteSize()).isEqualTo(13744);
-    OFFSETS_FROM_C.forEach(
-        (field, offset) ->
-            assertThat(ZfsCommand.LAYOUT.byteOffset(groupElement(field)))
-                .as(field)
-                .isEqualTo(offset));
-    assertThat(ZfsCommand.LAYOUT.memberLayouts()).hasSize(OFFSETS_FROM_C.size());
+  void everyMemberMatchesTheTable() throws IOException {
+    Table table = Table.parse(Files.readAllLines(TABLE));
+    Map<String, StructLayout> java =
+        Map.of("zfs_cmd_t", ZfsCommand.LAYOUT, "dmu_objset_stats_t", ZfsCommand.OBJSET_STATS);
+    assertThat(table.structs().keySet()).containsExactlyInAnyOrderElementsOf(java.keySet());
+    java.forEach(
+        (type, layout) -> {
+          assertThat(layout.byteSize()).as("sizeof(%s)", type).isEqualTo(table.structs().get(type));
+          assertThat(named(layout)).as(type).containsExactlyElementsOf(table.members().get(type));
+        });
   }
 
   @Test
-  void objsetStatsMatchTheCStruct() {
-    // dmu_objset_stats_t: sizeof 288; dds_type at 24, dds_is_snapshot at 28, dds_origin at 31
-    assertThat(ZfsCommand.OBJSET_STATS.byteSize()).isEqualTo(288);
-    assertThat(ZfsCommand.OBJSET_STATS.byteOffset(groupElement("dds_type"))).isEqualTo(24);
-    assertThat(ZfsCommand.OBJSET_STATS.byteOffset(groupElement("dds_is_snapshot"))).isEqualTo(28);
-    assertThat(ZfsCommand.OBJSET_STATS.byteOffset(groupElement("dds_origin"))).isEqualTo(31);
+  void everyConstantMatchesTheTable() throws IOException {
+    Map<String, Long> java = new LinkedHashMap<>();
+    java.put("MAXPATHLEN", (long) ZfsCommand.NAME_SIZE);
+    java.put("ZFS_MAX_DATASET_NAME_LEN", (long) ZfsCommand.MAX_DATASET_NAME);
+    java.put("ZFS_IOC_POOL_STATS", ZfsIoctls.POOL_STATS.request());
+    java.put("ZFS_IOC_OBJSET_STATS", ZfsIoctls.OBJSET_STATS.request());
+    java.put("ZFS_IOC_DATASET_LIST_NEXT", ZfsIoctls.DATASET_LIST_NEXT.request());
+    java.put("ZFS_IOC_SNAPSHOT_LIST_NEXT", ZfsIoctls.SNAPSHOT_LIST_NEXT.request());
+    java.put("ZFS_IOC_SET_PROP", ZfsIoctls.SET_PROP.request());
+    java.put("BLKZNAME", ZvolDevices.BLKZNAME.request());
+    java.put("DMU_OST_ZFS", (long) ZfsCommand.DMU_OST_ZFS);
+    java.put("DMU_OST_ZVOL", (long) ZfsCommand.DMU_OST_ZVOL);
+    assertThat(Table.parse(Files.readAllLines(TABLE)).constants()).isEqualTo(java);
+    // The generated bindings came from the same headers.
+    assertThat((long) ZfsCore.DMU_OST_ZVOL()).isEqualTo(ZfsCommand.DMU_OST_ZVOL);
+    assertThat((long) ZfsCore.DMU_OST_ZFS()).isEqualTo(ZfsCommand.DMU_OST_ZFS);
+  }
+
+  @Test
+  void theVerifiedVersionsAreTheTables() throws IOException {
+    String line =
+        Files.readAllLines(TABLE).stream()
+            .filter(l -> l.startsWith("# verified: "))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError(TABLE + " has no '# verified: ' line"));
+    Set<String> listed = new TreeSet<>(Arrays.asList(line.substring(12).strip().split(" +")));
+    assertThat(listed).isEqualTo(new TreeSet<>(ZfsModuleVersion.VERIFIED));
+  }
+
+  /**
+   * Compiles {@code layout.c} against the installed headers and compares its output with the table,
+   * line by line: the check that keeps the table (and so the Java layout) from drifting away from
+   * the real struct.
+   */
+  @Test
+  void theInstalledHeadersGiveTheTable() throws Exception {
+    Process p =
+        new ProcessBuilder(NATIVE.resolve("print-layout").toString())
+            .redirectError(ProcessBuilder.Redirect.PIPE)
+            .start();
+    p.getOutputStream().close();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+    assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+    assumeTrue(
+        p.exitValue() != 2,
+        "cannot compile native/zfs-cmd/layout.c here (" + err + "): the table is not checked"
+            + " against real headers in this run");
+    assertThat(p.exitValue()).as(err).isZero();
+
+    List<String> lines = out.lines().toList();
+    String header = lines.getFirst(); // "# OpenZFS 2.3.2 headers (...)"
+    assertThat(header).startsWith("# OpenZFS ");
+    String version = header.split(" ", -1)[2];
+    assertThat(lines.stream().filter(l -> !l.startsWith("#")).toList())
+        .as("layout.c compiled against the OpenZFS %s headers (%s) vs %s", version, header, TABLE)
+        .containsExactlyElementsOf(
+            Files.readAllLines(TABLE).stream().filter(l -> !l.startsWith("#")).toList());
+    assertThat(ZfsModuleVersion.VERIFIED)
+        .as("the installed OpenZFS %s headers match the table: add %s to its '# verified:' line"
+            + " and to ZfsModuleVersion.VERIFIED", version, version)
+        .contains(version);
   }
 
   @Test
@@ -93,7 +158,7 @@ class ZfsCommandTest {
       MemorySegment stats = zc.segment().asSlice(12704, 288);
       stats.set(ValueLayout.JAVA_LONG, 0, 2); // clones
       stats.set(ValueLayout.JAVA_LONG, 8, 77); // creation txg
-      stats.set(ValueLayout.JAVA_INT, 24, 3); // DMU_OST_ZVOL
+      stats.set(ValueLayout.JAVA_INT, 24, ZfsCommand.DMU_OST_ZVOL);
       stats.set(ValueLayout.JAVA_BYTE, 28, (byte) 1);
       byte[] origin = "tank/vol@s1".getBytes(StandardCharsets.UTF_8);
       MemorySegment.copy(origin, 0, stats, ValueLayout.JAVA_BYTE, 31, origin.length);
@@ -108,5 +173,29 @@ class ZfsCommandTest {
       assertThatThrownBy(() -> ZfsCommand.allocate(arena).name("x".repeat(4096)))
           .isInstanceOf(IllegalArgumentException.class);
     }
+  }
+
+  /** The named members of {@code layout} (padding left out), as the table lists them. */
+  private static List<Member> named(StructLayout layout) {
+    List<Member> members = new ArrayList<>();
+    long offset = 0;
+    for (MemoryLayout member : layout.memberLayouts()) {
+      if (member.name().isPresent()) {
+        members.add(new Member(member.name().get(), offset, member.byteSize()));
+      }
+      offset += member.byteSize();
+    }
+    return members;
+  }
+
+  /** {@code native/zfs-cmd} of this checkout, from the module directory or the checkout root. */
+  private static Path findNative() {
+    for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+      Path candidate = dir.resolve("native/zfs-cmd");
+      if (Files.isRegularFile(candidate.resolve("zfs_cmd_t.layout"))) {
+        return candidate;
+      }
+    }
+    throw new AssertionError("no native/zfs-cmd/zfs_cmd_t.layout above " + Path.of("").toAbsolutePath());
   }
 }
