@@ -97,7 +97,7 @@ final class FuzzWorld {
             Path.of("/etc"), Path.of("/etc/ssl"), Path.of("/etc/hostname"), absentInEtc.resolve("x"),
             Path.of("/proc"), Path.of("/proc/self/root"), Path.of("/proc/sys/kernel"), Path.of("/proc/self/status"),
             absentInProc.resolve("x"), Path.of("/dev"), Path.of("/dev/null"), Path.of("/sys/kernel"), Path.of("/tmp"),
-            f.data, f.data.resolve("node"), f.data.resolve("volumes"), f.root.getParent(),
+            f.data, f.data.resolve("node"), f.data.resolve("volumes"), f.work,
             decoy, decoy.resolve("empty"), decoy.resolve("empty-file"), decoy.resolve("full"), decoy.resolve("full/keep"),
             absentInDecoy.resolve("x"),
             evil.resolve("link-dir"), evil.resolve("link-file"), evil.resolve("link-etc"),

@@ -8,6 +8,6 @@ class RequestFuzzOnFileTest extends RequestFuzz {
 
   @Override
   int defaultTries() {
-    return 250;
+    return 200;
   }
 }
