@@ -397,18 +397,12 @@ abstract class RequestFuzz {
         } else {
           VolumeCapability cap = d.badCapability("volume_capabilities[0]", world.idle.cap(), false, true, Against.CREATED);
           b.addVolumeCapabilities(cap == null ? VolumeCapability.getDefaultInstance() : cap);
-          if (d.defects.getLast().kind().equals(FuzzDraw.ANOTHER_FILESYSTEM)) {
-            d.pending("ValidateVolumeCapabilities must not confirm another filesystem than the volume was created with");
-          }
         }
       } else {
         b.addVolumeCapabilities(world.idle.cap());
       }
       if (d.bad(2)) {
         b.putAllParameters(d.badParameters("parameters", true));
-        if (b.getParametersMap().containsKey("fsType")) {
-          d.pending("ValidateVolumeCapabilities must not confirm parameters.fsType it cannot make");
-        }
       }
       if (d.bad(3)) {
         b.putMutableParams("iops", "100");
