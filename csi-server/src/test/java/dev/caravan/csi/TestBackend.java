@@ -2,14 +2,17 @@ package dev.caravan.csi;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.storage.block.LoopDevices;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 /**
@@ -37,7 +40,7 @@ abstract class TestBackend {
   /** Skips the calling test, with the reason, when this backend cannot run here. */
   final void assumeAvailable() {
     Optional<String> why = missing();
-    assumeTrue(why.isEmpty(), () -> "the " + driver() + " backend " + why.orElse("") );
+    assumeTrue(why.isEmpty(), () -> "the " + driver() + " backend " + why.orElse(""));
   }
 
   /** Backend options for a plugin whose state lives under {@code work}. */
@@ -49,6 +52,21 @@ abstract class TestBackend {
    */
   abstract Set<String> storageObjects(Path work) throws IOException;
 
+  /** The size of the storage behind {@code volumeId}, read without the plugin (image file, volsize). */
+  abstract long storedSize(Path work, String volumeId) throws IOException;
+
+  /**
+   * Devices the plugin attached for {@code work} and must detach again (loop devices over its images);
+   * empty for a backend whose devices exist as long as the volume does (zvols).
+   */
+  abstract Set<String> attachedDevices(Path work);
+
+  /** A volume id this backend could have issued for {@code work}, of a volume that does not exist. */
+  abstract String absentVolumeId(Path work);
+
+  /** A snapshot id this backend could have issued for {@code work}, of a snapshot that does not exist. */
+  abstract String absentSnapshotId(Path work);
+
   /** Removes whatever the backend still holds for {@code work} (after the plugin has stopped). */
   abstract void destroyStorage(Path work) throws IOException;
 
@@ -56,6 +74,18 @@ abstract class TestBackend {
   long sizeFor(String fsType) {
     return "xfs".equals(fsType) ? 320L << 20 : 64L << 20;
   }
+
+  /** CreateVolume parameters that make a volume take no space up front (file images always are sparse). */
+  Map<String, String> sparseParameters() {
+    return Map.of();
+  }
+
+  /**
+   * A sparse volume size whose first ext4 format takes this backend noticeably longer than a bind
+   * mount (mkfs writes metadata and a journal that grow with the filesystem); tests take less when
+   * GetCapacity reports less room.
+   */
+  abstract long slowFormatBytes();
 
   @Override
   public String toString() {
@@ -71,16 +101,7 @@ abstract class TestBackend {
 
     @Override
     Optional<String> missing() {
-      if (!Host.isRoot()) {
-        return Optional.of("needs root (mount(2) and loop devices)");
-      }
-      if (!Files.exists(Path.of("/dev/loop-control"))) {
-        return Optional.of("needs loop device support (/dev/loop-control)");
-      }
-      if (!Host.hasTool("mkfs.ext4")) {
-        return Optional.of("needs mkfs.ext4 (e2fsprogs)");
-      }
-      return Optional.empty();
+      return Host.whyNoLoopAndExt4();
     }
 
     @Override
@@ -98,8 +119,37 @@ abstract class TestBackend {
         return s.filter(Files::isRegularFile)
             .filter(p -> !p.startsWith(data.resolve("node")))
             .map(p -> data.relativize(p).toString())
-            .collect(java.util.stream.Collectors.toCollection(TreeSet::new));
+            .collect(Collectors.toCollection(TreeSet::new));
       }
+    }
+
+    @Override
+    long storedSize(Path work, String volumeId) throws IOException {
+      return Files.size(work.resolve("data/volumes").resolve(volumeId + ".img"));
+    }
+
+    @Override
+    Set<String> attachedDevices(Path work) {
+      Path data = work.resolve("data");
+      return LoopDevices.list().stream()
+          .filter(l -> l.backingFile().startsWith(data))
+          .map(l -> l.device() + " -> " + l.backingFile())
+          .collect(Collectors.toCollection(TreeSet::new));
+    }
+
+    @Override
+    long slowFormatBytes() {
+      return 64L << 30;
+    }
+
+    @Override
+    String absentVolumeId(Path work) {
+      return "vol-absent-0123456789ab";
+    }
+
+    @Override
+    String absentSnapshotId(Path work) {
+      return "snap-absent-0123456789ab";
     }
 
     @Override
@@ -109,7 +159,7 @@ abstract class TestBackend {
   }
 
   /**
-   * Zvols below a parent dataset of their own ({@code <pool>/ct-<work dir name>}) in the pool that
+   * Zvols below a parent dataset of their own ({@code <pool>/ct-<work dir>}) in the pool that
    * {@code scripts/guest-test} creates; the {@code zfs} command is used only as the oracle here.
    */
   static final class LocalTestBackend extends TestBackend {
@@ -122,14 +172,17 @@ abstract class TestBackend {
 
     @Override
     Optional<String> missing() {
-      if (!"1".equals(System.getenv("CARAVAN_GUEST")) || !Files.exists(Path.of("/dev/zfs"))) {
-        return Optional.of("needs real ZFS: it runs in the guest kernel of scripts/guest-suite");
-      }
-      return Optional.empty();
+      return Host.whyNoZfs();
     }
 
+    /** Short, so that ids of long volume names stay within CSI's 128 bytes. */
     static String parent(Path work) {
-      return "ct-" + work.getFileName().toString().replaceAll("[^A-Za-z0-9]", "").toLowerCase(java.util.Locale.ROOT);
+      String name = work.getFileName().toString().replaceAll("[^A-Za-z0-9]", "").toLowerCase(Locale.ROOT);
+      return "ct-" + name.substring(Math.max(0, name.length() - 10));
+    }
+
+    static String parentDataset(Path work) {
+      return POOL + "/" + parent(work);
     }
 
     @Override
@@ -139,16 +192,53 @@ abstract class TestBackend {
 
     @Override
     Set<String> storageObjects(Path work) {
-      String out = Zfs.run("zfs", "list", "-H", "-o", "name", "-t", "all", "-r", POOL + "/" + parent(work));
+      String out = Zfs.run("zfs", "list", "-H", "-o", "name", "-t", "all", "-r", parentDataset(work));
       TreeSet<String> names = new TreeSet<>(out.isEmpty() ? List.of() : List.of(out.split("\n")));
-      names.remove(POOL + "/" + parent(work));
+      names.remove(parentDataset(work));
       return names;
+    }
+
+    /** The zvol's dataset: the id is {@code local/v1/<node>/<dataset>}. */
+    static String dataset(String volumeId) {
+      String rest = volumeId.substring("local/v1/".length());
+      return rest.substring(rest.indexOf('/') + 1);
+    }
+
+    @Override
+    long storedSize(Path work, String volumeId) {
+      return Long.parseLong(Zfs.run("zfs", "get", "-Hp", "-o", "value", "volsize", dataset(volumeId)));
+    }
+
+    @Override
+    Set<String> attachedDevices(Path work) {
+      return Set.of();
+    }
+
+    @Override
+    Map<String, String> sparseParameters() {
+      return Map.of("sparse", "true");
+    }
+
+    /** Smaller than the file backend's: every block mkfs writes goes through ZFS under an emulated CPU. */
+    @Override
+    long slowFormatBytes() {
+      return 32L << 30;
+    }
+
+    @Override
+    String absentVolumeId(Path work) {
+      return "local/v1/" + PluginFixture.NODE + "/" + parentDataset(work) + "/vol-absent-0123456789ab";
+    }
+
+    @Override
+    String absentSnapshotId(Path work) {
+      return absentVolumeId(work) + "@snap-absent-0123456789ab";
     }
 
     @Override
     void destroyStorage(Path work) {
-      if (!Zfs.run("zfs", "list", "-H", "-o", "name", POOL + "/" + parent(work)).isEmpty()) {
-        Zfs.run("zfs", "destroy", "-r", POOL + "/" + parent(work));
+      if (!Zfs.run("zfs", "list", "-H", "-o", "name", parentDataset(work)).isEmpty()) {
+        Zfs.run("zfs", "destroy", "-r", parentDataset(work));
       }
     }
   }
@@ -180,6 +270,11 @@ abstract class TestBackend {
         Thread.currentThread().interrupt();
         throw new AssertionError(e);
       }
+    }
+
+    /** {@code zfs get -Hp -o value <property> <dataset>}. */
+    static String get(String property, String dataset) {
+      return run("zfs", "get", "-Hp", "-o", "value", property, dataset);
     }
   }
 }

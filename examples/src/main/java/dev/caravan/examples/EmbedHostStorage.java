@@ -1,5 +1,6 @@
 package dev.caravan.examples;
 
+import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevice;
@@ -16,7 +17,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -43,7 +43,6 @@ public final class EmbedHostStorage {
   static final long WRITTEN_BYTES = 16L << 20;
   static final String FILE_NAME = "hello.bin";
 
-  private static final int CAP_SYS_RESOURCE = 24;
 
   /** What a run did, for a caller (or a test) to check. */
   public record Outcome(
@@ -152,7 +151,7 @@ public final class EmbedHostStorage {
    * step says so and is skipped rather than failing (xfs needs no such capability).
    */
   private boolean grow(Path image, LoopDevice loop, Path mountPoint) {
-    if (fsType == FsType.EXT4 && !hasCapability(CAP_SYS_RESOURCE)) {
+    if (fsType == FsType.EXT4 && !HostCapabilities.current().canGrowMountedExt4()) {
       done(
           "grow",
           "skipped: online ext4 growth (resize2fs) needs CAP_SYS_RESOURCE, which this process"
@@ -226,21 +225,5 @@ public final class EmbedHostStorage {
 
   private static String mib(long bytes) {
     return String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1 << 20));
-  }
-
-  // The effective capability set, from /proc/self/status (CapEff is a hex bit mask).
-  private static boolean hasCapability(int capability) {
-    try {
-      for (String line :
-          Files.readAllLines(Path.of("/proc/self/status"), StandardCharsets.US_ASCII)) {
-        if (line.startsWith("CapEff:")) {
-          long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
-          return (effective & (1L << capability)) != 0;
-        }
-      }
-    } catch (IOException e) {
-      throw new StorageException("cannot read /proc/self/status", e);
-    }
-    return false;
   }
 }

@@ -1,12 +1,14 @@
 package dev.caravan.csi.backend.local;
 
+import dev.caravan.csi.TestClassPath;
+
 import static dev.caravan.csi.GrpcOutcomes.error;
-import static dev.caravan.csi.backend.local.LocalGuestTest.NODE;
-import static dev.caravan.csi.backend.local.LocalGuestTest.POOL;
-import static dev.caravan.csi.backend.local.LocalGuestTest.block;
-import static dev.caravan.csi.backend.local.LocalGuestTest.bytes;
-import static dev.caravan.csi.backend.local.LocalGuestTest.run;
-import static dev.caravan.csi.backend.local.LocalGuestTest.zfsGet;
+import static dev.caravan.csi.backend.local.LocalGuest.NODE;
+import static dev.caravan.csi.backend.local.LocalGuest.POOL;
+import static dev.caravan.csi.backend.local.LocalGuest.block;
+import static dev.caravan.csi.backend.local.LocalGuest.bytes;
+import static dev.caravan.csi.backend.local.LocalGuest.run;
+import static dev.caravan.csi.backend.local.LocalGuest.zfsGet;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -242,7 +244,7 @@ class LocalCloneCrashGuestTest {
     List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
         "-XX:TieredStopAtLevel=1"));
     command.addAll(List.of(jvmOptions));
-    command.addAll(List.of("-cp", LocalGuestTest.classPath(), "dev.caravan.csi.cli.Main", "serve",
+    command.addAll(List.of("-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve",
         "--driver=local", "--endpoint", "unix://" + socket, "--node-id", NODE,
         "--data-dir", work.resolve("data").toString(), "--config", config.toString()));
     Path log = work.resolve("plugin-" + processes.size() + ".log");

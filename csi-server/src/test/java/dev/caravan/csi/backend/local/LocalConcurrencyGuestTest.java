@@ -1,10 +1,10 @@
 package dev.caravan.csi.backend.local;
 
-import static dev.caravan.csi.backend.local.LocalGuestTest.NODE;
-import static dev.caravan.csi.backend.local.LocalGuestTest.POOL;
-import static dev.caravan.csi.backend.local.LocalGuestTest.block;
-import static dev.caravan.csi.backend.local.LocalGuestTest.bytes;
-import static dev.caravan.csi.backend.local.LocalGuestTest.run;
+import static dev.caravan.csi.backend.local.LocalGuest.NODE;
+import static dev.caravan.csi.backend.local.LocalGuest.POOL;
+import static dev.caravan.csi.backend.local.LocalGuest.block;
+import static dev.caravan.csi.backend.local.LocalGuest.bytes;
+import static dev.caravan.csi.backend.local.LocalGuest.run;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 

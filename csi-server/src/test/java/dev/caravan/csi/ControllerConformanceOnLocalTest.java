@@ -1,0 +1,8 @@
+package dev.caravan.csi;
+
+class ControllerConformanceOnLocalTest extends ControllerConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}

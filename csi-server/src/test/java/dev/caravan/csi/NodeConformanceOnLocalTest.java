@@ -1,0 +1,8 @@
+package dev.caravan.csi;
+
+class NodeConformanceOnLocalTest extends NodeConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}

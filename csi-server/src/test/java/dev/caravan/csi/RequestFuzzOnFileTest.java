@@ -1,0 +1,13 @@
+package dev.caravan.csi;
+
+class RequestFuzzOnFileTest extends RequestFuzz {
+  @Override
+  TestBackend backend() {
+    return TestBackend.file();
+  }
+
+  @Override
+  int defaultTries() {
+    return 200;
+  }
+}
