@@ -4,17 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
-import java.io.File;
 import java.io.IOException;
 import java.io.Writer;
-import java.net.URISyntaxException;
-import java.net.URL;
-import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -50,7 +44,7 @@ final class ForkedPlugin implements AutoCloseable {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     // C1 only and the serial collector: the process lives for one call, and starts far faster so.
     Process process = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-        "-XX:+UseSerialGC", "-D" + CrashPoints.PROPERTY + "=" + crashAt, "-cp", classPath(),
+        "-XX:+UseSerialGC", "-D" + CrashPoints.PROPERTY + "=" + crashAt, "-cp", TestClassPath.of(),
         "dev.caravan.csi.cli.Main", "serve", "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(),
         "--node-id", s.nodeId(), "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(),
         "--http-listen", "off", "--config", config.toString())
@@ -86,24 +80,5 @@ final class ForkedPlugin implements AutoCloseable {
   public void close() throws InterruptedException {
     process.destroyForcibly();
     process.waitFor(30, TimeUnit.SECONDS);
-  }
-
-  /**
-   * The class path of this test run: the JUnit console launcher (as the guest runs it) loads the
-   * tests through its own URLClassLoader, so {@code java.class.path} alone lacks them.
-   */
-  private static String classPath() {
-    List<String> entries = new ArrayList<>();
-    if (Thread.currentThread().getContextClassLoader() instanceof URLClassLoader loader) {
-      for (URL url : loader.getURLs()) {
-        try {
-          entries.add(Path.of(url.toURI()).toString());
-        } catch (URISyntaxException e) {
-          throw new AssertionError(e);
-        }
-      }
-    }
-    entries.add(System.getProperty("java.class.path"));
-    return String.join(File.pathSeparator, entries);
   }
 }

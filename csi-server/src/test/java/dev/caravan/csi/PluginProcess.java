@@ -49,7 +49,7 @@ final class PluginProcess implements AutoCloseable {
     }
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-        "-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve",
+        "-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
         "--data-dir", s.dataDir().toString(), "--config", config.toString()));
     Path log = Files.createTempFile(fixture.work, "plugin-", ".log");

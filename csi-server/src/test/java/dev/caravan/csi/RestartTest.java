@@ -55,7 +55,7 @@ class RestartTest {
     String java = ProcessHandle.current().info().command().orElse("java");
     Path log = f.work.resolve("plugin-" + processes.size() + ".log");
     Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-        "-cp", System.getProperty("java.class.path"), "dev.caravan.csi.cli.Main", "serve",
+        "-cp", System.getProperty("java.class.path"), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=file", "--endpoint", "unix://" + f.socket, "--node-id", PluginFixture.NODE,
         "--data-dir", f.data.toString())
         .redirectErrorStream(true).redirectOutput(log.toFile()).start();

@@ -364,6 +364,13 @@ public final class NodeEngine {
   public void unpublish(String volumeId, Path target) {
     Optional<StagedVolume> current = journal.get(volumeId);
     Optional<Published> recorded = current.flatMap(c -> c.target(target));
+    if (recorded.isEmpty() && journal.all().stream().anyMatch(v -> v.stagingPaths().contains(target))) {
+      // The staging mount's source is the volume's device, so the ownership check below would take it
+      // for this volume's publish: never undo a stage through NodeUnpublishVolume.
+      throw CsiException.notFound(
+          "volume " + volumeId + " is not published at target_path " + target + ": that is a staging path,"
+              + " which only NodeUnstageVolume undoes");
+    }
     try {
       // One read of the mount table: how many mounts are stacked at the target, and the topmost.
       List<MountEntry> stacked = mountsAt(MountTable.read(), target);

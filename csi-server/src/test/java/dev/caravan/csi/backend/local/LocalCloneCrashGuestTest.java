@@ -244,7 +244,7 @@ class LocalCloneCrashGuestTest {
     List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
         "-XX:TieredStopAtLevel=1"));
     command.addAll(List.of(jvmOptions));
-    command.addAll(List.of("-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve",
+    command.addAll(List.of("-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=local", "--endpoint", "unix://" + socket, "--node-id", NODE,
         "--data-dir", work.resolve("data").toString(), "--config", config.toString()));
     Path log = work.resolve("plugin-" + processes.size() + ".log");

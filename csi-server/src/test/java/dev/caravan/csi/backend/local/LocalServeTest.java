@@ -45,7 +45,7 @@ class LocalServeTest {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
         "-XX:-CreateCoredumpOnCrash", "-XX:ErrorFile=" + work.resolve("hs_err.log"),
-        "-cp", System.getProperty("java.class.path"), "dev.caravan.csi.cli.Main", "serve",
+        "-cp", System.getProperty("java.class.path"), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=local", "--endpoint", "unix://" + work.resolve("csi.sock"), "--node-id", "n1",
         "--data-dir", work.resolve("data").toString(), "--config", file.toString()));
     command.addAll(List.of(extra));

@@ -58,7 +58,7 @@ class LocalStartGuestTest {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> serve = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
         "-XX:TieredStopAtLevel=1", "-XX:-CreateCoredumpOnCrash", "-XX:ErrorFile=" + work.resolve("hs_err.log"),
-        "-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve",
+        "-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=local", "--endpoint", "unix://" + work.resolve("csi.sock"), "--node-id", "n1",
         "--data-dir", work.resolve("data").toString(), "--config", config.toString()));
     List<String> command = new ArrayList<>(List.of("unshare", "--mount", "--propagation", "private",
