@@ -160,7 +160,8 @@ abstract class RequestFuzz {
     try {
       StringBuilder summary = new StringBuilder("RequestFuzz on " + backend() + ", seed " + SEED + ":\n");
       outcomes.forEach((rpc, codes) -> summary.append(String.format("  %-30s %5d tries  %s%n", rpc,
-          codes.entrySet().stream().filter(e -> !e.getKey().equals("held back")).mapToInt(Map.Entry::getValue).sum(),
+          codes.entrySet().stream().filter(e -> !e.getKey().equals("held back") && !e.getKey().equals("seconds"))
+              .mapToInt(Map.Entry::getValue).sum(),
           codes)));
       System.out.print(summary);
       String log = plugin.log();
@@ -195,6 +196,7 @@ abstract class RequestFuzz {
   private void property(FuzzRpc rpc, int fields, Function<FuzzDraw, Case> generator) throws Exception {
     SplittableRandom random = new SplittableRandom(SEED ^ rpc.name().hashCode());
     Map<String, Integer> codes = outcomes.computeIfAbsent(rpc, r -> new TreeMap<>());
+    long started = System.nanoTime();
     FuzzState baseline = pristineWorld();
     Map<String, String> failures = new LinkedHashMap<>();
     Map<String, Integer> failureCounts = new LinkedHashMap<>();
@@ -238,6 +240,7 @@ abstract class RequestFuzz {
         }
       }
     }
+    codes.put("seconds", (int) TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started));
     if (!heldBack.isEmpty()) {
       System.out.println("RequestFuzz " + rpc + ": held back (-Dcaravan.fuzz.pending=true sends them): " + heldBack);
       codes.put("held back", heldBack.values().stream().mapToInt(Integer::intValue).sum());

@@ -9,6 +9,6 @@ class RequestFuzzOnLocalTest extends RequestFuzz {
 
   @Override
   int defaultTries() {
-    return 40;
+    return 25;
   }
 }
