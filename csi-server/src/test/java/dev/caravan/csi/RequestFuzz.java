@@ -68,8 +68,8 @@ import org.junit.jupiter.api.TestInstance;
  * access; idle with a snapshot), with bad ids, {@code ..}, NUL, 10 KiB strings, relative paths,
  * paths into /proc, /etc and the plugin's data directory, symlinks out of the mount root,
  * contradictory capabilities, absurd capacities and page tokens it never issued. One plugin serves
- * the whole class: a separate process in a private mount namespace, so that a request answered
- * wrongly cannot mount anything over the host's directories.
+ * the whole class; on a machine shared with other work it is a separate process in a private mount
+ * namespace, so that a request answered wrongly cannot mount anything over the host's directories.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class RequestFuzz {
@@ -79,7 +79,7 @@ abstract class RequestFuzz {
   private static final int FULL_CHECK_EVERY = 25;
 
   private PluginFixture f;
-  private PluginProcess plugin;
+  private FuzzPlugin plugin;
   private FuzzWorld world;
   /** The host as the fuzz found it once its world was built; every property starts from it. */
   private FuzzState pristine;
@@ -87,6 +87,12 @@ abstract class RequestFuzz {
   private final List<String> secretsSent = new ArrayList<>();
 
   abstract TestBackend backend();
+
+  /**
+   * Whether the plugin runs as its own process in a private mount namespace (as on any machine shared
+   * with other work) rather than in this JVM.
+   */
+  abstract boolean isolatePlugin();
 
   /** Tries per RPC; {@code -Dcaravan.fuzz.tries=N} overrides. */
   abstract int defaultTries();
@@ -107,7 +113,7 @@ abstract class RequestFuzz {
 
   private void startWorld() throws Exception {
     f = PluginFixture.unstarted(backend());
-    plugin = PluginProcess.start(f, true);
+    plugin = FuzzPlugin.start(f, isolatePlugin());
     world = FuzzWorld.build(f, SEED);
     pristine = FuzzState.read(world, plugin, true);
   }

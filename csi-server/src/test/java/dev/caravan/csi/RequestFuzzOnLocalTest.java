@@ -11,4 +11,13 @@ class RequestFuzzOnLocalTest extends RequestFuzz {
   int defaultTries() {
     return 25;
   }
+
+  /**
+   * In the test JVM: the guest is a throwaway machine of its own, and starting a second JVM there is
+   * slow under the emulated CPU.
+   */
+  @Override
+  boolean isolatePlugin() {
+    return false;
+  }
 }
