@@ -209,12 +209,18 @@ public final class LoopDevices {
     return read(SYS_BLOCK.resolve("loop" + number).resolve(BACKING_FILE));
   }
 
+  // A detach elsewhere removes the attribute while we read it: kernfs then answers ENODEV, or the
+  // kernel shows an empty name for a device whose file is already gone. Either way it is not bound.
+  // An error while the attribute still exists is real and reported.
   private static Optional<String> read(Path attribute) {
     try {
-      return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip());
+      return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip()).filter(s -> !s.isEmpty());
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {
+      if (!Files.exists(attribute)) {
+        return Optional.empty();
+      }
       throw new StorageException("cannot read " + attribute, e);
     }
   }

@@ -13,7 +13,6 @@ import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -108,17 +107,7 @@ public final class FileBackend implements Backend {
 
   /** A loop device still mapping {@code image} after the file was deleted (sysfs shows "(deleted)"). */
   private static Optional<Path> loopOfDeletedImage(Path image) {
-    String wanted = image + " (deleted)";
-    try (DirectoryStream<Path> loops = Files.newDirectoryStream(Path.of("/sys/block"), "loop*")) {
-      for (Path loop : loops) {
-        Path backing = loop.resolve("loop/backing_file");
-        if (Files.isReadable(backing) && Files.readString(backing).strip().equals(wanted)) {
-          return Optional.of(Path.of("/dev").resolve(loop.getFileName().toString()));
-        }
-      }
-    } catch (IOException e) {
-      return Optional.empty();
-    }
-    return Optional.empty();
+    Path wanted = Path.of(image + " (deleted)");
+    return LoopDevices.list().stream().filter(d -> d.backingFile().equals(wanted)).map(LoopDevice::device).findFirst();
   }
 }
