@@ -334,12 +334,19 @@ abstract class ControllerConformance {
     assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(f.backend.storedSize(f.work, v.getVolumeId())).as("never shrunk").isEqualTo(64 * MIB);
-    var block = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+    assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).setCapacityRange(Caps.bytes(80 * MIB)).setVolumeCapability(Caps.block()).build())))
+        .as("block access to a volume created for mount access").isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(64 * MIB);
+    // a block volume grows with no node step
+    Volume raw = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("grow-raw")
+        .addVolumeCapabilities(Caps.block()).setCapacityRange(Caps.bytes(20 * MIB)).build()).getVolume();
+    var block = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(raw.getVolumeId())
         .setCapacityRange(Caps.bytes(80 * MIB)).setVolumeCapability(Caps.block()).build());
     assertThat(block.getNodeExpansionRequired()).isFalse();
-    assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())
+    assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(raw.getVolumeId()).build())
         .getVolume().getCapacityBytes()).isEqualTo(80 * MIB);
-    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(80 * MIB);
+    assertThat(f.backend.storedSize(f.work, raw.getVolumeId())).isEqualTo(80 * MIB);
   }
 
   @Test
@@ -361,8 +368,8 @@ abstract class ControllerConformance {
     assertThat(got.getStatus().getPublishedNodeIdsList()).isEmpty();
 
     ValidateVolumeCapabilitiesResponse ok = f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
-        .setVolumeId(v.getVolumeId()).addVolumeCapabilities(Caps.mount("")).addVolumeCapabilities(Caps.block()).build());
-    assertThat(ok.getConfirmed().getVolumeCapabilitiesList()).containsExactly(Caps.mount(""), Caps.block());
+        .setVolumeId(v.getVolumeId()).addVolumeCapabilities(Caps.mount("")).addVolumeCapabilities(Caps.mount("ext4")).build());
+    assertThat(ok.getConfirmed().getVolumeCapabilitiesList()).containsExactly(Caps.mount(""), Caps.mount("ext4"));
     ValidateVolumeCapabilitiesResponse no = f.controller.validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
         .setVolumeId(v.getVolumeId()).addVolumeCapabilities(Caps.mount("", Mode.MULTI_NODE_SINGLE_WRITER)).build());
     assertThat(no.hasConfirmed()).isFalse();

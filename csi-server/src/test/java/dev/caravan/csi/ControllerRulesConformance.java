@@ -23,6 +23,8 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.Snapshot;
+import dev.caravan.csi.v1.Topology;
+import dev.caravan.csi.v1.TopologyRequirement;
 import dev.caravan.csi.v1.ValidateVolumeCapabilitiesRequest;
 import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
 import dev.caravan.csi.v1.Volume;
@@ -180,10 +182,11 @@ abstract class ControllerRulesConformance {
     // one unsupported capability among supported ones: nothing is confirmed
     assertThat(validate(ext4, Caps.mount("ext4"), Caps.mount("xfs")).hasConfirmed()).isFalse();
 
-    // block access is always confirmed (every volume is a block device), mount access for its filesystem
-    ValidateVolumeCapabilitiesResponse ok = validate(ext4, Caps.mount("ext4"), Caps.mount(""), Caps.block());
-    assertThat(ok.getConfirmed().getVolumeCapabilitiesList())
-        .containsExactly(Caps.mount("ext4"), Caps.mount(""), Caps.block());
+    // mount access for its filesystem; block access only if CreateVolume asked for it
+    ValidateVolumeCapabilitiesResponse ok = validate(ext4, Caps.mount("ext4"), Caps.mount(""));
+    assertThat(ok.getConfirmed().getVolumeCapabilitiesList()).containsExactly(Caps.mount("ext4"), Caps.mount(""));
+    assertThat(validate(ext4, Caps.mount("ext4"), Caps.block()).getMessage())
+        .contains("volume_capabilities[1] asks for block access").contains("created for mount access only");
     assertThat(ok.getConfirmed().getParametersMap()).isEmpty();
     assertThat(ok.getConfirmed().getVolumeContextMap()).isEmpty();
 
@@ -208,18 +211,83 @@ abstract class ControllerRulesConformance {
     // an xfs volume, and one created for block access with the fsType parameter
     Volume xfsVolume = createVolume("valid-xfs", Caps.mount("xfs"));
     assertThat(validate(xfsVolume, Caps.mount("ext4")).hasConfirmed()).isFalse();
-    assertThat(validate(xfsVolume, Caps.mount("xfs"), Caps.block()).hasConfirmed()).isTrue();
-    Volume raw = f.controller.createVolume(create("valid-raw", Caps.block()).putParameters("fsType", "xfs")
-        .setCapacityRange(Caps.bytes(backend().sizeFor("xfs"))).build()).getVolume();
-    assertThat(validate(raw, Caps.block(), Caps.mount("xfs")).hasConfirmed()).isTrue();
-    assertThat(validate(raw, Caps.mount("ext4")).getMessage()).contains("was created for xfs");
-    // a volume created for block access without a filesystem named: ext4, like every default
+    assertThat(validate(xfsVolume, Caps.mount("xfs")).hasConfirmed()).isTrue();
+    // created for both access types, with the fsType parameter
+    Volume both = f.controller.createVolume(create("valid-both", Caps.block()).addVolumeCapabilities(Caps.mount(""))
+        .putParameters("fsType", "xfs").setCapacityRange(Caps.bytes(backend().sizeFor("xfs"))).build()).getVolume();
+    assertThat(validate(both, Caps.block(), Caps.mount("xfs")).hasConfirmed()).isTrue();
+    assertThat(validate(both, Caps.mount("ext4")).getMessage()).contains("was created for xfs");
+    // a volume created for block access only: never confirmed for a mount, whatever the filesystem
     Volume plain = createVolume("valid-plain", Caps.block());
-    assertThat(validate(plain, Caps.mount("xfs")).hasConfirmed()).isFalse();
-    assertThat(validate(plain, Caps.mount("ext4")).hasConfirmed()).isTrue();
-    for (Volume v : List.of(ext4, xfsVolume, raw, plain)) {
+    assertThat(validate(plain, Caps.block()).hasConfirmed()).isTrue();
+    assertThat(validate(plain, Caps.mount("ext4")).getMessage()).contains("created for block access only");
+    assertThat(validate(plain, Caps.mount("")).hasConfirmed()).isFalse();
+    for (Volume v : List.of(ext4, xfsVolume, both, plain)) {
       deleteVolume(v.getVolumeId());
     }
+  }
+
+  /**
+   * A volume is used only the ways CreateVolume was asked for: a block-only volume may hold raw data
+   * that no probe recognizes, and a mount stage would format it. Every RPC that takes a capability
+   * refuses another access type with the spec's code for an unsupported capability.
+   */
+  @Test
+  void aVolumeIsUsedOnlyTheWaysItWasCreatedFor() throws IOException {
+    f = PluginFixture.start(backend());
+    Volume raw = createVolume("raw-only", Caps.block());
+    String id = raw.getVolumeId();
+    assertThat(raw.getVolumeContextMap()).containsEntry("access", "block");
+    Path staging = f.dir("staging/raw-only/rw");
+    Path target = f.dir("per-alloc/a1/raw-only").resolve("rw");
+    stage(id, staging, Caps.block());
+    publish(id, staging, target, Caps.block());
+    writeAt(target, "raw data with no signature");
+    release(id, staging, target);
+
+    StatusRuntimeException mountStage = error(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder()
+        .setVolumeId(id).setStagingTargetPath(staging.toString()).setVolumeCapability(Caps.mount("ext4"))
+        .putAllVolumeContext(raw.getVolumeContextMap()).build()));
+    assertThat(mountStage.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(mountStage.getStatus().getDescription()).contains("created for block access only");
+    assertThat(code(() -> f.node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id)
+        .setVolumePath(staging.toString()).build()))).as("the refused stage left nothing staged").isEqualTo(Code.NOT_FOUND);
+    StatusRuntimeException repeat = error(() -> f.controller.createVolume(create("raw-only", Caps.mount("ext4")).build()));
+    assertThat(repeat.getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(repeat.getStatus().getDescription()).contains("block access, not mount");
+    StatusRuntimeException expand = error(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest
+        .newBuilder().setVolumeId(id).setCapacityRange(Caps.bytes(raw.getCapacityBytes()))
+        .setVolumeCapability(Caps.mount("ext4")).build()));
+    assertThat(expand.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(expand.getStatus().getDescription()).contains("volume_capability asks for mount access");
+
+    // the data is as it was: nothing formatted it
+    stage(id, staging, Caps.block());
+    publish(id, staging, target, Caps.block());
+    assertThat(readAt(target, "raw data with no signature".length())).isEqualTo("raw data with no signature");
+    release(id, staging, target);
+    deleteVolume(id);
+  }
+
+  /** A repeated CreateVolume whose requisite topology excludes the node of the existing volume. */
+  @Test
+  void aRepeatThatExcludesTheVolumesNodeIsAlreadyExists() throws IOException {
+    f = PluginFixture.start(backend());
+    Volume v = createVolume("placed", Caps.mount("ext4"));
+    StatusRuntimeException e = error(() -> f.controller.createVolume(create("placed", Caps.mount("ext4"))
+        .setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(
+            Topology.newBuilder().putSegments("caravan.csi/node", "another-node"))).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(e.getStatus().getDescription()).contains("requisite does not include");
+    // a new name with the same requisite: no volume here, and the answer says where to go
+    StatusRuntimeException elsewhere = error(() -> f.controller.createVolume(create("placed-elsewhere", Caps.mount("ext4"))
+        .setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(
+            Topology.newBuilder().putSegments("caravan.csi/node", "another-node"))).build()));
+    assertThat(elsewhere.getStatus().getCode())
+        .isEqualTo(backend().driver().equals("local") ? Code.UNAVAILABLE : Code.RESOURCE_EXHAUSTED);
+    assertThat(elsewhere.getStatus().getDescription()).contains("requisite").contains(PluginFixture.NODE);
+    assertThat(volumeIds()).containsExactly(v.getVolumeId());
+    deleteVolume(v.getVolumeId());
   }
 
   // ---- rule 3: one lock key per object, for its name, its id and the node ---------------------

@@ -223,15 +223,6 @@ final class FuzzDraw {
       }
       case 5 -> {
         String p = foreign(use, volume);
-        if (use == PathUse.STAGE && volume.equals(world.block)) {
-          pending("a block volume staged at a path where another volume is mounted must be refused");
-        } else if (use == PathUse.STAGE && p.equals(volume.target().toString())) {
-          pending("NodeStageVolume at a path where the volume is published must be refused, not recorded as a"
-              + " second staging path");
-        } else if (use == PathUse.STAGE) {
-          pending("NodeStageVolume at a path where a file is (another volume's block target) must be refused with"
-              + " a documented code, not INTERNAL");
-        }
         unnormalizedOrOutside(field, use, "another volume's or role's path " + p);
         yield p;
       }

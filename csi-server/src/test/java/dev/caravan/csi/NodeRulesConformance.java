@@ -255,6 +255,76 @@ abstract class NodeRulesConformance {
     delete(id);
   }
 
+  /**
+   * Once staged, a volume's capability is fixed on this node: a publish unlike the stage is the spec's
+   * "capability not supported" (FAILED_PRECONDITION), a NodeExpandVolume capability unlike it is
+   * INVALID_ARGUMENT, and a NodeExpandVolume limit below the volume's size is OUT_OF_RANGE.
+   */
+  @Test
+  void aCapabilityUnlikeTheStageIsRefused() throws IOException {
+    start();
+    VolumeCapability cap = Caps.mount("ext4");
+    String id = create("unlike", cap);
+    Path staging = f.dir("staging/default/unlike/" + USAGE);
+    Path target = target("a1", "unlike");
+    stage(id, staging, cap);
+    assertThat(code(() -> publish(id, staging, target, Caps.mount("xfs"), false))).as("another filesystem")
+        .isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(code(() -> publish(id, staging, target, Caps.block(), false))).as("block access")
+        .isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(Files.exists(target, LinkOption.NOFOLLOW_LINKS)).as("nothing made at the target").isFalse();
+    publish(id, staging, target, Caps.mount(""), false);
+
+    for (VolumeCapability other : List.of(Caps.block(), Caps.mount("xfs"))) {
+      StatusRuntimeException e = error(() -> f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder()
+          .setVolumeId(id).setVolumePath(target.toString()).setVolumeCapability(other).build()));
+      assertThat(e.getStatus().getCode()).as("NodeExpand with %s", other).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(e.getStatus().getDescription()).contains("volume_capability").contains("staged for a ext4 mount");
+    }
+    long size = f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(id)
+        .setVolumePath(target.toString()).setVolumeCapability(cap).build()).getCapacityBytes();
+    StatusRuntimeException below = error(() -> f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder()
+        .setVolumeId(id).setVolumePath(target.toString()).setCapacityRange(Caps.range(0, size - 4096)).build()));
+    assertThat(below.getStatus().getCode()).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(below.getStatus().getDescription()).contains("limit_bytes").contains("only grow");
+    unpublish(id, target);
+    unstage(id, staging);
+    delete(id);
+  }
+
+  /**
+   * A staging path is the volume's own: never where a volume is published, nor where (or inside or
+   * above where) another volume is staged. A mount there would hide that volume from its workload.
+   */
+  @Test
+  void aStagingPathAlreadyClaimedIsRefused() throws IOException {
+    start();
+    VolumeCapability cap = Caps.mount("ext4");
+    String first = create("claimed-a", cap);
+    String second = create("claimed-b", Caps.block());
+    Path staging = f.dir("staging/default/claimed-a/" + USAGE);
+    Path target = target("a1", "claimed-a");
+    stage(first, staging, cap);
+    publish(first, staging, target, cap, false);
+    Path inside = f.dir("staging/default/claimed-a/" + USAGE + "/inside");
+
+    for (Path claimed : List.of(target, staging, inside, staging.getParent())) {
+      StatusRuntimeException e = error(() -> stage(second, claimed, Caps.block()));
+      assertThat(e.getStatus().getCode()).as(claimed.toString()).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(e.getStatus().getDescription()).as(claimed.toString()).startsWith("staging_target_path")
+          .contains("volume " + first);
+    }
+    StatusRuntimeException own = error(() -> stage(first, target, cap));
+    assertThat(own.getStatus().getCode()).as("its own publish target").isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> stats(second, staging.toString()))).as("the refused stages left nothing")
+        .isEqualTo(Code.NOT_FOUND);
+    assertThat(MountTable.at(target)).isPresent();
+    unpublish(first, target);
+    unstage(first, staging);
+    delete(first);
+    delete(second);
+  }
+
   // ---- 4. a stage is OK only when every step of it succeeded -------------------------------------------
 
   /**

@@ -366,10 +366,6 @@ abstract class RequestFuzz {
         b.setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(
             Topology.newBuilder().putSegments("caravan.csi/node", d.pick("other-node", "", "x".repeat(300)))));
         d.invalid("accessibility_requirements", "only another node");
-        if (!d.bad(0)) {
-          d.pending("a repeat of CreateVolume whose requisite topology excludes the existing volume's node must be"
-              + " refused (ALREADY_EXISTS), not answered with that volume");
-        }
       }
       if (d.bad(6)) {
         b.putMutableParams("iops", "100");
@@ -468,9 +464,6 @@ abstract class RequestFuzz {
       }
       if (d.bad(1)) {
         b.putAllParameters(d.badParameters("parameters", false));
-        if (b.getParametersMap().containsKey("fsType")) {
-          d.pending("GetCapacity must refuse (or answer 0 for) a filesystem it cannot make");
-        }
       }
       if (d.bad(2)) {
         b.setAccessibleTopology(Topology.newBuilder().putSegments(d.pick("caravan.csi/node", "zone", ""),
@@ -563,9 +556,6 @@ abstract class RequestFuzz {
         if (cap != null) {
           b.setVolumeCapability(cap);
         }
-        if (d.defects.getLast().kind().equals(FuzzDraw.ANOTHER_FILESYSTEM)) {
-          d.pending("ControllerExpandVolume must refuse a capability the volume does not support (INVALID_ARGUMENT)");
-        }
       }
       return call(d, b.build(), send((ControllerExpandVolumeRequest r) -> ctl().controllerExpandVolume(r)));
     });
@@ -647,9 +637,6 @@ abstract class RequestFuzz {
       if (cap != null) {
         b.setVolumeCapability(cap);
       }
-      if (d.bad(3) && d.defects.getLast().kind().equals(FuzzDraw.ANOTHER_FILESYSTEM)) {
-        d.pending("NodePublishVolume must refuse another filesystem than the volume is staged with");
-      }
       if (d.bad(4)) {
         b.setReadonly(true);
         d.invalid("readonly", "true where the volume is published read-write");
@@ -699,18 +686,12 @@ abstract class RequestFuzz {
           d.invalid("capacity_range", "above the device's size");
         } else {
           b.setCapacityRange(d.badCapacity("capacity_range", 0));
-          if (b.getCapacityRange().getLimitBytes() > 0 && b.getCapacityRange().getRequiredBytes() == 0) {
-            d.pending("NodeExpand must refuse a limit_bytes below the volume's size (OUT_OF_RANGE)");
-          }
         }
       }
       if (d.bad(3)) {
         VolumeCapability cap = d.badCapability("volume_capability", v.cap(), false, false);
         if (cap != null) {
           b.setVolumeCapability(cap);
-          if (cap.hasBlock() || cap.getMount().getFsType().equals("xfs")) {
-            d.pending("NodeExpand must refuse a capability the volume does not have (INVALID_ARGUMENT)");
-          }
         }
       }
       return call(d, b.build(), send((NodeExpandVolumeRequest r) -> node().nodeExpandVolume(r)));

@@ -81,10 +81,13 @@ public final class NodeEngine {
     }
   }
 
-  /** A validated NodePublishVolume; {@code readOnly} already includes what the access mode implies. */
+  /**
+   * A validated NodePublishVolume; {@code readOnly} already includes what the access mode implies, and
+   * {@code fsType} is the capability's {@code mount.fs_type}, if it names one.
+   */
   public record PublishSpec(
-      String volumeId, Path stagingPath, Path target, AccessType accessType, boolean readOnly, AccessMode mode,
-      List<String> mountFlags) {
+      String volumeId, Path stagingPath, Path target, AccessType accessType, Optional<String> fsType,
+      boolean readOnly, AccessMode mode, List<String> mountFlags) {
     public PublishSpec {
       mountFlags = List.copyOf(mountFlags);
     }
@@ -122,6 +125,9 @@ public final class NodeEngine {
         return;
       }
     }
+    if (here.isEmpty()) {
+      requireUnclaimed(id, staging);
+    }
     boolean wasMounted = s.accessType() == AccessType.MOUNT && MountTable.isMountPoint(staging);
     Staging intent = new Staging(staging, Optional.of(s.mode()), s.mountFlags(), false);
     StagedVolume record = current
@@ -143,6 +149,29 @@ public final class NodeEngine {
     } catch (RuntimeException e) {
       rollBackStage(current, wasMounted, s);
       throw translate(e);
+    }
+  }
+
+  /**
+   * Refuses a new staging path that is, holds or lies inside a path where a volume is published or
+   * another volume is staged: a mount there would hide that volume's data from its workload, and
+   * the journal would record one path for two roles.
+   */
+  private void requireUnclaimed(String id, Path staging) {
+    for (StagedVolume v : journal.all()) {
+      List<Path> claimed = new ArrayList<>(v.targets().stream().map(Published::target).toList());
+      if (!v.volumeId().equals(id)) {
+        claimed.addAll(v.stagingPaths());
+      }
+      for (Path p : claimed) {
+        if (staging.startsWith(p) || p.startsWith(staging)) {
+          throw CsiException.invalid(
+              "staging_target_path " + staging + (staging.equals(p) ? " is " : p.startsWith(staging) ? " holds " : " lies in ")
+                  + p + ", where volume " + v.volumeId() + " is "
+                  + (v.stagingPaths().contains(p) ? "staged" : "published")
+                  + "; each volume needs a staging path of its own");
+        }
+      }
     }
   }
 
@@ -304,20 +333,24 @@ public final class NodeEngine {
     Optional<Published> existing = c.target(p.target());
     if (existing.isPresent() && MountTable.isMountPoint(p.target())) {
       Published e = existing.get();
-      if (c.accessType() == p.accessType() && e.sameAs(p.stagingPath(), p.readOnly(), p.mode(), p.mountFlags())) {
+      boolean sameFs = p.fsType().isEmpty() || p.fsType().get().equals(c.fsType());
+      if (c.accessType() == p.accessType() && sameFs
+          && e.sameAs(p.stagingPath(), p.readOnly(), p.mode(), p.mountFlags())) {
         return;
       }
       throw CsiException.alreadyExists(
           "target_path " + p.target() + " is already published for volume " + p.volumeId() + " ("
               + describe(c.accessType(), c.fsType()) + ", readonly=" + e.readOnly() + ", "
               + describe(e.mode(), e.mountFlags()) + ", from " + e.stagingPath() + "); this request asks for "
-              + describe(p.accessType(), c.fsType()) + ", readonly=" + p.readOnly() + ", "
+              + describe(p.accessType(), p.fsType().orElse(c.fsType())) + ", readonly=" + p.readOnly() + ", "
               + describe(Optional.of(p.mode()), p.mountFlags()) + ", from " + p.stagingPath());
     }
-    if (c.accessType() != p.accessType()) {
-      throw CsiException.invalid(
-          "volume_capability asks for " + describe(p.accessType(), "") + " but volume " + p.volumeId()
-              + " was staged for " + describe(c.accessType(), c.fsType()));
+    // The spec's row for a capability the volume does not support.
+    if (c.accessType() != p.accessType()
+        || (p.accessType() == AccessType.MOUNT && p.fsType().filter(f -> !f.equals(c.fsType())).isPresent())) {
+      throw CsiException.failedPrecondition(
+          "volume_capability asks for " + describe(p.accessType(), p.fsType().orElse("")) + " but volume "
+              + p.volumeId() + " was staged for " + describe(c.accessType(), c.fsType()));
     }
     StagedVolume live = pruneTargets(c);
     List<Published> others = live.targets().stream().filter(t -> !t.target().equals(p.target())).toList();
@@ -464,8 +497,20 @@ public final class NodeEngine {
   }
 
   /** Grows the device (if the backend needs to) and the filesystem; returns the device size. */
-  public long expand(String volumeId, Path volumePath) {
+  /**
+   * NodeExpandVolume: grows the filesystem of a mount volume to its device and returns the device's
+   * size. {@code accessType} and {@code fsType} are what the request's capability names, if it does:
+   * INVALID_ARGUMENT unless the volume is staged that way (the spec's row for a capability the volume
+   * does not support).
+   */
+  public long expand(String volumeId, Path volumePath, Optional<AccessType> accessType, Optional<String> fsType) {
     StagedVolume c = known(volumeId, volumePath, "volume_path");
+    if (accessType.filter(t -> t != c.accessType()).isPresent()
+        || (c.accessType() == AccessType.MOUNT && fsType.filter(f -> !f.equals(c.fsType())).isPresent())) {
+      throw CsiException.invalid(
+          "volume_capability names " + describe(accessType.orElse(c.accessType()), fsType.orElse(""))
+              + " but volume " + volumeId + " is staged for " + describe(c.accessType(), c.fsType()));
+    }
     try {
       backend.refresh(c.ref());
       if (c.accessType() == AccessType.MOUNT) {

@@ -61,10 +61,11 @@ import java.util.stream.Collectors;
  * that changes an object holds the backend's lock key of that object, derived alike from a CO name
  * and from the id the name yields, and shared with the node service.
  *
- * <p>ValidateVolumeCapabilities compares the request with what the volume is: every Caravan volume
- * is a block device, so block access is always confirmed (NodeStage hands over the raw device);
- * mount access is confirmed when {@code fs_type} is empty or the filesystem CreateVolume recorded
- * ({@link VolumeInfo#fsType()}). {@code confirmed} echoes the capabilities, the {@code fsType}
+ * <p>ValidateVolumeCapabilities compares the request with what the volume is: the access types
+ * CreateVolume was asked for ({@link VolumeInfo#accessTypes()}; both for volumes made before they
+ * were recorded), and for mount access an empty {@code fs_type} or the filesystem CreateVolume
+ * recorded ({@link VolumeInfo#fsType()}). ControllerExpandVolume refuses a capability that fails the
+ * same comparison (INVALID_ARGUMENT). {@code confirmed} echoes the capabilities, the {@code fsType}
  * parameter and the {@code volume_context} entries that were compared, nothing unchecked.
  */
 public final class ControllerService extends ControllerGrpc.ControllerImplBase {
@@ -203,11 +204,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       VolumeInfo volume, ValidateVolumeCapabilitiesRequest req, List<Capability> caps) {
     List<String> mismatches = new ArrayList<>();
     for (int i = 0; i < caps.size(); i++) {
-      Optional<String> fs = caps.get(i).fsType();
-      if (caps.get(i).accessType() == AccessType.MOUNT && fs.isPresent() && !fs.get().equals(volume.fsType())) {
-        mismatches.add("volume_capabilities[" + i + "].mount.fs_type is " + fs.get() + ", but volume "
-            + volume.id() + " was created for " + volume.fsType() + " (a volume's filesystem is fixed at creation)");
-      }
+      unsupported(volume, "volume_capabilities[" + i + "]", caps.get(i)).ifPresent(mismatches::add);
     }
     Map<String, String> parameters = new TreeMap<>();
     String fsParameter = req.getParametersMap().get(FS_TYPE_PARAMETER);
@@ -241,6 +238,20 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             .putAllParameters(parameters)
             .putAllVolumeContext(context))
         .build();
+  }
+
+  /** Why {@code volume} cannot be used as {@code cap} asks, if it cannot: both are fixed at creation. */
+  private static Optional<String> unsupported(VolumeInfo volume, String field, Capability cap) {
+    if (!volume.accessTypes().contains(cap.accessType())) {
+      return Optional.of(field + " asks for " + cap.accessType().word() + " access, but volume " + volume.id()
+          + " was created for " + AccessType.contextValue(volume.accessTypes()) + " access only");
+    }
+    Optional<String> fs = cap.fsType();
+    if (cap.accessType() == AccessType.MOUNT && fs.isPresent() && !fs.get().equals(volume.fsType())) {
+      return Optional.of(field + ".mount.fs_type is " + fs.get() + ", but volume " + volume.id() + " was created for "
+          + volume.fsType() + " (a volume's filesystem is fixed at creation)");
+    }
+    return Optional.empty();
   }
 
   @Override
@@ -357,12 +368,19 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       if (!range.hasRequired() && !range.hasLimit()) {
         throw CsiException.invalid("capacity_range must set required_bytes or limit_bytes");
       }
-      AccessType type = req.hasVolumeCapability()
-          ? Validate.capability("volume_capability", req.getVolumeCapability()).accessType()
-          : null;
+      Optional<Capability> cap = req.hasVolumeCapability()
+          ? Optional.of(Validate.capability("volume_capability", req.getVolumeCapability()))
+          : Optional.empty();
       String key = Ids.existingVolume(backend, "volume_id", req.getVolumeId());
       try (VolumeLocks.Held held = locks.acquire(key)) {
-        ExpandResult r = backend.expandVolume(req.getVolumeId(), range, type);
+        if (cap.isPresent()) {
+          VolumeInfo volume = backend.findVolume(req.getVolumeId())
+              .orElseThrow(() -> CsiException.notFound("volume_id " + req.getVolumeId() + " does not exist"));
+          unsupported(volume, "volume_capability", cap.get()).ifPresent(why -> {
+            throw CsiException.invalid(why);
+          });
+        }
+        ExpandResult r = backend.expandVolume(req.getVolumeId(), range, cap.map(Capability::accessType).orElse(null));
         return ControllerExpandVolumeResponse.newBuilder()
             .setCapacityBytes(r.capacityBytes())
             .setNodeExpansionRequired(r.nodeExpansionRequired())

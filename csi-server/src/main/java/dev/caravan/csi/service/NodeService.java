@@ -34,6 +34,7 @@ import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Node service: validates and translates requests, serializes them per volume, and delegates to the
@@ -49,7 +50,7 @@ import java.util.Optional;
  *       the field. An empty {@code staging_target_path} in NodePublishVolume is FAILED_PRECONDITION
  *       instead, the spec's own row for a plugin that advertises STAGE_UNSTAGE_VOLUME.
  *   <li>The other fields that are not paths ({@code volume_capability}, {@code capacity_range},
- *       {@code volume_context.fsType}): INVALID_ARGUMENT.
+ *       {@code volume_context.fsType}, {@code volume_context.access}): INVALID_ARGUMENT.
  *   <li>Which volume, before anything about the paths. First the id's form ({@link Ids}): an id the
  *       backend never issues names no volume, NOT_FOUND (NodeUnstageVolume: OK, nothing was staged);
  *       no such id reaches a lookup or a lock. Then, under the volume's lock (except in the read-only
@@ -67,9 +68,12 @@ import java.util.Optional;
  *       symlink between root and path nor at the path ({@link AllowedRoots#resolve}):
  *       INVALID_ARGUMENT naming the field. Nothing is created, mounted or unmounted before this.
  *   <li>The operation's own state checks in {@link NodeEngine}: ALREADY_EXISTS for a repeat with an
- *       incompatible capability, FAILED_PRECONDITION for a publish of a volume not staged here (or
- *       not at that staging path), a second target of a SINGLE_NODE_SINGLE_WRITER volume or an
- *       unstage under live targets, NOT_FOUND for a path that is not the volume's, and so on.
+ *       incompatible capability, FAILED_PRECONDITION for a capability the volume does not support (a
+ *       stage for an access type it was not created for, a publish unlike its stage), a publish of a
+ *       volume not staged here (or not at that staging path), a second target of a
+ *       SINGLE_NODE_SINGLE_WRITER volume or an unstage under live targets, INVALID_ARGUMENT for a
+ *       NodeExpandVolume capability unlike the stage, NOT_FOUND for a path that is not the volume's,
+ *       and so on.
  * </ol>
  */
 public final class NodeService extends NodeGrpc.NodeImplBase {
@@ -109,15 +113,33 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       }
       Capability cap = Validate.capability("volume_capability", req.getVolumeCapability());
       String fsType = cap.fsType().orElseGet(() -> contextFsType(req.getVolumeContextMap().get("fsType")));
+      Optional<Set<AccessType>> created = createdFor(req.getVolumeContextMap().get(AccessType.CONTEXT_KEY));
       try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireExists(id);
         Path staging = path("staging_target_path", req.getStagingTargetPath());
+        if (created.isPresent() && !created.get().contains(cap.accessType())) {
+          // A block-only volume may hold raw data no probe recognizes: a mount stage would format it.
+          throw CsiException.failedPrecondition(
+              "volume " + IdRules.printable(id) + " was created for " + AccessType.contextValue(created.get())
+                  + " access only (volume_context." + AccessType.CONTEXT_KEY + "); volume_capability asks for "
+                  + cap.accessType().word() + " access");
+        }
         engine.stage(new NodeEngine.StageSpec(
             new VolumeRef(id, req.getVolumeContextMap()), staging, cap.accessType(), fsType, cap.mountFlags(),
             mode(req.getVolumeCapability())));
       }
       return NodeStageVolumeResponse.getDefaultInstance();
     });
+  }
+
+  /** The access types a volume was created for, from its context; empty when it does not say. */
+  private static Optional<Set<AccessType>> createdFor(String value) {
+    if (value == null) {
+      return Optional.empty(); // a volume made before access types were recorded
+    }
+    return Optional.of(AccessType.fromContextValue(value).orElseThrow(() -> CsiException.invalid(
+        "volume_context." + AccessType.CONTEXT_KEY + " '" + IdRules.printable(value)
+            + "' is not one this plugin writes: block, mount or block,mount")));
   }
 
   private static String contextFsType(String value) {
@@ -174,7 +196,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         if (target.startsWith(staging) || staging.startsWith(target)) {
           throw CsiException.invalid("target_path and staging_target_path must not contain one another");
         }
-        engine.publish(new NodeEngine.PublishSpec(id, staging, target, cap.accessType(), readOnly,
+        engine.publish(new NodeEngine.PublishSpec(id, staging, target, cap.accessType(), cap.fsType(), readOnly,
             mode(req.getVolumeCapability()), cap.mountFlags()));
       }
       return NodePublishVolumeResponse.getDefaultInstance();
@@ -231,16 +253,23 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       if (req.hasCapacityRange()) {
         Validate.capacity("capacity_range", req.getCapacityRange());
       }
-      if (req.hasVolumeCapability()) {
-        Validate.capability("volume_capability", req.getVolumeCapability());
-      }
+      Optional<Capability> cap = req.hasVolumeCapability()
+          ? Optional.of(Validate.capability("volume_capability", req.getVolumeCapability()))
+          : Optional.empty();
       try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireOnThisNode(id);
-        long size = engine.expand(id, path("volume_path", req.getVolumePath()));
+        long size = engine.expand(id, path("volume_path", req.getVolumePath()), cap.map(Capability::accessType),
+            cap.flatMap(Capability::fsType));
         if (req.hasCapacityRange() && req.getCapacityRange().getRequiredBytes() > size) {
           throw CsiException.outOfRange(
               "the device of volume " + id + " is " + size + " bytes, below capacity_range.required_bytes "
                   + req.getCapacityRange().getRequiredBytes() + "; expand it with ControllerExpandVolume first");
+        }
+        long limit = req.hasCapacityRange() ? req.getCapacityRange().getLimitBytes() : 0;
+        if (limit > 0 && limit < size) {
+          throw CsiException.outOfRange(
+              "the device of volume " + id + " is " + size + " bytes, above capacity_range.limit_bytes " + limit
+                  + "; volumes only grow");
         }
         return NodeExpandVolumeResponse.newBuilder().setCapacityBytes(size).build();
       }

@@ -37,6 +37,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
@@ -130,6 +131,7 @@ final class FileController implements ControllerBackend {
     requireSpace(size);
     VolumeRecord r =
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
+            AccessType.contextValue(req.accessTypes()),
             Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
     CrashPoints.reach("create.after-record");
@@ -137,17 +139,23 @@ final class FileController implements ControllerBackend {
   }
 
   private static String fsType(VolumeRequest req) {
-    String param = req.parameters().get(PARAM_FS_TYPE);
-    if (param != null && !List.of("ext4", "xfs").contains(param)) {
-      throw CsiException.invalid(
-          "parameters.fsType '" + IdRules.printable(param) + "' is not supported; supported: ext4, xfs");
-    }
+    String param = fsTypeParameter(req.parameters());
     if (param != null && req.fsType().isPresent() && !param.equals(req.fsType().get())) {
       throw CsiException.invalid(
           "parameters.fsType (" + param + ") contradicts volume_capabilities mount.fs_type ("
               + req.fsType().get() + ")");
     }
     return req.fsType().orElse(param == null ? "ext4" : param);
+  }
+
+  /** The fsType parameter, if given; INVALID_ARGUMENT for a filesystem this backend cannot make. */
+  private static String fsTypeParameter(Map<String, String> parameters) {
+    String param = parameters.get(PARAM_FS_TYPE);
+    if (param != null && !List.of("ext4", "xfs").contains(param)) {
+      throw CsiException.invalid(
+          "parameters.fsType '" + IdRules.printable(param) + "' is not supported; supported: ext4, xfs");
+    }
+    return param;
   }
 
   private void requireCompatible(VolumeRecord r, VolumeRequest req, String fsType) {
@@ -170,6 +178,17 @@ final class FileController implements ControllerBackend {
       throw CsiException.alreadyExists(
           "name '" + req.name() + "' already exists as volume " + r.id() + ", for fs type " + r.fsType()
               + ", not " + fsType);
+    }
+    Set<AccessType> recorded = info(r).accessTypes();
+    if (!recorded.containsAll(req.accessTypes())) {
+      throw CsiException.alreadyExists(
+          "name '" + req.name() + "' already exists as volume " + r.id() + ", created for "
+              + AccessType.contextValue(recorded) + " access, not " + AccessType.contextValue(req.accessTypes()));
+    }
+    if (!req.requisite().isEmpty() && req.requisite().stream().noneMatch(nodeTopology::satisfies)) {
+      throw CsiException.alreadyExists(
+          "name '" + req.name() + "' already exists as volume " + r.id() + " on node " + nodeId
+              + ", which accessibility_requirements.requisite does not include");
     }
   }
 
@@ -505,7 +524,7 @@ final class FileController implements ControllerBackend {
   @Override
   public CapacityReport capacity(Map<String, String> parameters) {
     long available = Filesystems.stats(store.dataDir()).availableBytes();
-    long minimum = "xfs".equals(parameters.get(PARAM_FS_TYPE)) ? MIN_XFS : MIN_BLOCK;
+    long minimum = "xfs".equals(fsTypeParameter(parameters)) ? MIN_XFS : MIN_BLOCK;
     return new CapacityReport(available, Math.min(MAX_SIZE, available), minimum);
   }
 
@@ -522,8 +541,16 @@ final class FileController implements ControllerBackend {
   private VolumeInfo info(VolumeRecord r) {
     return new VolumeInfo(
         r.id(), r.name(), r.sizeBytes(), r.fsType(),
-        Map.of(CONTEXT_FS_TYPE, r.fsType(), CONTEXT_NODE, nodeId),
+        context(r),
         r.source(), List.of(nodeTopology));
+  }
+
+  private Map<String, String> context(VolumeRecord r) {
+    Map<String, String> context = new TreeMap<>(Map.of(CONTEXT_FS_TYPE, r.fsType(), CONTEXT_NODE, nodeId));
+    if (!r.access().isEmpty()) {
+      context.put(AccessType.CONTEXT_KEY, r.access());
+    }
+    return context;
   }
 
   private static SnapshotInfo info(SnapshotRecord r) {

@@ -1,5 +1,6 @@
 package dev.caravan.csi.backend.file;
 
+import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.ContentSource;
 import java.io.IOException;
 import java.io.StringReader;
@@ -23,15 +24,19 @@ final class Records {
     DELETING
   }
 
+  /**
+   * A volume's record. {@code access} is the access types CreateVolume was asked for, as a volume
+   * context value ({@link AccessType#contextValue}); empty in records written before it was kept.
+   */
   record VolumeRecord(
       String id, String name, State state, long sizeBytes, Optional<ContentSource> source, String fsType,
-      Instant createdAt) {
+      String access, Instant createdAt) {
     VolumeRecord withState(State s) {
-      return new VolumeRecord(id, name, s, sizeBytes, source, fsType, createdAt);
+      return new VolumeRecord(id, name, s, sizeBytes, source, fsType, access, createdAt);
     }
 
     VolumeRecord withSize(long size) {
-      return new VolumeRecord(id, name, state, size, source, fsType, createdAt);
+      return new VolumeRecord(id, name, state, size, source, fsType, access, createdAt);
     }
 
     byte[] encode() {
@@ -42,6 +47,9 @@ final class Records {
       m.put("state", state.name());
       m.put("sizeBytes", Long.toString(sizeBytes));
       m.put("fsType", fsType);
+      if (!access.isEmpty()) {
+        m.put("access", access);
+      }
       m.put("createdAt", createdAt.toString());
       source.ifPresent(s -> {
         m.put("source.kind", s.kind().name());
@@ -64,6 +72,7 @@ final class Records {
           Long.parseLong(p.getProperty("sizeBytes")),
           source,
           p.getProperty("fsType", "ext4"),
+          p.getProperty("access", ""),
           Instant.parse(p.getProperty("createdAt")));
     }
   }

@@ -176,7 +176,7 @@ public final class LocalBackend implements Backend {
     if (p.isPresent()) {
       for (String name : List.of("volsize", "volblocksize", "refreservation", "used", "compression", "volmode",
           "caravan:managed", LocalController.PROP_NAME, LocalController.PROP_FS_TYPE, LocalController.PROP_SOURCE,
-          LocalController.PROP_NODE)) {
+          LocalController.PROP_NODE, LocalController.PROP_ACCESS)) {
         p.get().get(name).map(Property::value).ifPresent(val -> props.put("zfs." + name, val));
       }
       try {

@@ -44,6 +44,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * Controller half of the {@code local} backend: every volume is a zvol {@code
@@ -72,6 +73,8 @@ final class LocalController implements ControllerBackend {
   static final String PROP_FS_TYPE = "caravan:fstype";
   static final String PROP_SOURCE = "caravan:source";
   static final String PROP_NODE = "caravan:node";
+  /** The access types CreateVolume was asked for ({@link AccessType#contextValue}); absent on older zvols. */
+  static final String PROP_ACCESS = "caravan:access";
 
   static final String CONTEXT_FS_TYPE = "fsType";
   static final String CONTEXT_NODE = "node";
@@ -174,9 +177,11 @@ final class LocalController implements ControllerBackend {
               + " and can create zvols only here until cross-node forwarding exists: send the call to the"
               + " plugin on node " + params.host() + " or use host=auto");
     }
-    requireTopology(req, params);
     req.source().ifPresent(this::requireSourceOwner);
+    // A repeat first: a volume of this name here answers for itself, also to a requisite that
+    // excludes this node (ALREADY_EXISTS, where a new volume would be sent elsewhere).
     Optional<VolumeInfo> existing = existingByName(req, params, fsType);
+    requireTopology(req, params);
     if (existing.isPresent()) {
       // A crash after the copy but before the temporary snapshot went may have left it.
       req.source().ifPresent(s -> removeCloneSnapshot(s, req.name()));
@@ -215,6 +220,7 @@ final class LocalController implements ControllerBackend {
     props.put(PROP_NAME, req.name());
     props.put(PROP_FS_TYPE, fsType);
     props.put(PROP_NODE, nodeId);
+    props.put(PROP_ACCESS, AccessType.contextValue(req.accessTypes()));
     req.source().ifPresent(s -> props.put(PROP_SOURCE, encode(s)));
     return new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
   }
@@ -297,6 +303,8 @@ final class LocalController implements ControllerBackend {
       conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
           + req.source().map(ContentSource::toString).orElse("none"));
     }
+    accessConflict(p, req).ifPresent(conflicts::add);
+    topologyConflict(req).ifPresent(conflicts::add);
     long block = p.volumeBlockSize();
     if (params.volblocksize().isPresent() && params.volblocksize().getAsLong() != block) {
       conflicts.add("volblocksize " + block + ", not " + params.volblocksize().getAsLong());
@@ -360,12 +368,29 @@ final class LocalController implements ControllerBackend {
       if (params.sparse() == p.isThick()) {
         conflicts.add(p.isThick() ? "thick, not sparse" : "sparse, not thick");
       }
+      accessConflict(p, req).ifPresent(conflicts::add);
+      topologyConflict(req).ifPresent(conflicts::add);
       if (!conflicts.isEmpty()) {
         throw CsiException.alreadyExists(where + " (" + v.id() + ") with " + String.join("; ", conflicts));
       }
       return Optional.of(info(v, p));
     }
     return Optional.empty();
+  }
+
+  /** Why a zvol made for some access types cannot serve a request for others, if it cannot. */
+  private static Optional<String> accessConflict(DatasetProperties p, VolumeRequest req) {
+    Set<AccessType> recorded = AccessType.fromContextValue(p.userProperty(PROP_ACCESS).orElse(""))
+        .orElse(Set.of(AccessType.values()));
+    return recorded.containsAll(req.accessTypes())
+        ? Optional.empty()
+        : Optional.of(AccessType.contextValue(recorded) + " access, not " + AccessType.contextValue(req.accessTypes()));
+  }
+
+  private Optional<String> topologyConflict(VolumeRequest req) {
+    return req.requisite().isEmpty() || req.requisite().stream().anyMatch(nodeTopology::satisfies)
+        ? Optional.empty()
+        : Optional.of("node " + nodeId + ", which accessibility_requirements.requisite does not include");
   }
 
   private static String fsType(VolumeRequest req, LocalParameters params) {
@@ -789,10 +814,11 @@ final class LocalController implements ControllerBackend {
   }
 
   VolumeInfo info(VolumeId v, DatasetProperties p) {
-    Map<String, String> context = Map.of(
+    Map<String, String> context = new TreeMap<>(Map.of(
         CONTEXT_FS_TYPE, p.userProperty(PROP_FS_TYPE).orElse("ext4"),
         CONTEXT_NODE, nodeId,
-        CONTEXT_DATASET, v.dataset());
+        CONTEXT_DATASET, v.dataset()));
+    p.userProperty(PROP_ACCESS).ifPresent(access -> context.put(AccessType.CONTEXT_KEY, access));
     return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context.get(CONTEXT_FS_TYPE), context,
         p.userProperty(PROP_SOURCE).flatMap(LocalController::decode), List.of(nodeTopology));
   }

@@ -10,7 +10,6 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Readiness;
-import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.local.LocalBackend.PoolState;
 import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
@@ -244,11 +243,9 @@ class LocalRulesTest {
       assertThat(e.kind()).isEqualTo(Kind.UNAVAILABLE);
       assertThat(e.getMessage()).contains("node n2").contains("n1");
     }
-    CsiException auto = csi(() -> c.createVolume(new VolumeRequest("v", CapacityRange.UNSPECIFIED,
-        Set.of(AccessType.MOUNT), Optional.of("ext4"), Map.of(), Optional.empty(),
-        List.of(Topology.ofNode("n2"), Topology.ofNode("n3")), List.of())));
-    assertThat(auto.kind()).isEqualTo(Kind.UNAVAILABLE);
-    assertThat(auto.getMessage()).contains("[n2, n3]").contains("node n1");
+    // A CreateVolume whose requisite names only other nodes first asks ZFS whether the name exists
+    // here (a repeat is ALREADY_EXISTS): ControllerRulesConformance#aRepeatThatExcludesTheVolumesNodeIsAlreadyExists
+    // proves both answers on real ZFS in the guest.
   }
 
   @Test
