@@ -248,6 +248,8 @@ abstract class NodeRulesConformance {
     assertThat(code(() -> publish(id, staging, target, cap, true))).as("readonly").isEqualTo(Code.ALREADY_EXISTS);
     assertThat(code(() -> publish(id, staging, target, Caps.block(), false))).as("block access")
         .isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(code(() -> publish(id, staging, target, Caps.mount("xfs"), false))).as("another filesystem")
+        .isEqualTo(Code.ALREADY_EXISTS);
     publish(id, staging, target, cap, false);
     assertThat(MountTable.at(target)).get().satisfies(m -> assertThat(m.readOnly()).isFalse());
     unpublish(id, target);
