@@ -497,6 +497,11 @@ public final class NodeEngine {
   }
 
   /** Grows the device (if the backend needs to) and the filesystem; returns the device size. */
+  /** Grows the filesystem of a mount volume to its device; returns the device's size. */
+  public long expand(String volumeId, Path volumePath) {
+    return expand(volumeId, volumePath, Optional.empty(), Optional.empty());
+  }
+
   /**
    * NodeExpandVolume: grows the filesystem of a mount volume to its device and returns the device's
    * size. {@code accessType} and {@code fsType} are what the request's capability names, if it does:
