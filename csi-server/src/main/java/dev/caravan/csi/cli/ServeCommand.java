@@ -41,7 +41,11 @@ final class ServeCommand implements Callable<Integer> {
           "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
           "allowed-roots");
 
-  @Option(names = "--driver", description = "Backend: file or local (default: file).")
+  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap serves the"
+      + " controller only so far (LUNs, targets, snapshots, and ControllerPublish as the fence: the node id must be"
+      + " the node's iSCSI initiator IQN); its NodeStage answers UNIMPLEMENTED until the iSCSI node side lands."
+      + " Its settings are qnap.* keys of --config; credentials come from qnap.credentials-file or"
+      + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.")
   String driver;
 
   @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")

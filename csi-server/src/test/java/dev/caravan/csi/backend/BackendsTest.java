@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 class BackendsTest {
   @Test
   void onlyImplementedDriversAreKnown() {
-    assertThat(Backends.DRIVERS).containsExactly("file", "local");
+    assertThat(Backends.DRIVERS).containsExactly("file", "local", "qnap");
     assertThatThrownBy(() -> Backends.open("qnap", new BackendConfig("n1", Path.of("/nonexistent"), Map.of(), NodeUsage.none())))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("unknown driver 'qnap'; known drivers: file, local");

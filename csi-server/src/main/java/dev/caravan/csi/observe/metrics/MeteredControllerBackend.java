@@ -139,4 +139,22 @@ public final class MeteredControllerBackend implements ControllerBackend {
   public CapacityReport capacity(Map<String, String> parameters) {
     return delegate.capacity(parameters);
   }
+
+  @Override
+  public boolean publishes() {
+    return delegate.publishes();
+  }
+
+  @Override
+  public Map<String, String> publishVolume(String volumeId, String nodeId, Map<String, String> secrets) {
+    return timed("publish", () -> delegate.publishVolume(volumeId, nodeId, secrets));
+  }
+
+  @Override
+  public void unpublishVolume(String volumeId, Optional<String> nodeId) {
+    timed("unpublish", () -> {
+      delegate.unpublishVolume(volumeId, nodeId);
+      return null;
+    });
+  }
 }
