@@ -91,7 +91,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
   Boolean metrics;
 
-  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options.")
+  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
   Path config;
 
   @Override

@@ -379,6 +379,32 @@ class QnapControllerTest {
   }
 
   @Test
+  void anInterruptedCreateIsFinishedByItsRetry() throws IOException {
+    start("cgi", Map.of());
+    sim.inject("add_target", -1, 1);
+    var failed = error(() -> controller.createVolume(create("retry", 1).build()));
+    assertThat(failed.getStatus().getCode()).isEqualTo(Code.INTERNAL);
+    assertThat(failed.getStatus().getDescription()).contains("add_target").contains("result -1");
+    assertThat(sim.lunNames()).as("the LUN was made before the target failed").hasSize(1);
+    Volume v = controller.createVolume(create("retry", 1).build()).getVolume();
+    assertThat(sim.lunNames()).as("the retry reuses it").hasSize(1);
+    assertThat(sim.targetNames()).containsValue(v.getVolumeId().substring(8));
+    assertThat(v.getVolumeContextMap()).containsEntry("lun", "0");
+  }
+
+  @Test
+  void heroH6RefusingCgiWritesIsReportedInTheAppliancesWords() throws IOException {
+    start("rest", Map.of());
+    sim.cgiWritesRefused = true;
+    Volume v = controller.createVolume(create("h6", 1).build()).getVolume();
+    assertThat(sim.lunNames()).hasSize(1);
+    var e = error(() -> controller.controllerPublishVolume(publish(v, NODE_A)));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INTERNAL);
+    assertThat(e.getStatus().getDescription()).contains("add_init").contains("result -1");
+    assertThat(sim.acl(v.getVolumeId().substring(8))).isEmpty();
+  }
+
+  @Test
   void theNodeSideSaysItIsNotBuiltYet() throws IOException {
     start("cgi", Map.of());
     Volume v = controller.createVolume(create("n", 1).build()).getVolume();
