@@ -19,12 +19,14 @@ public final class QnapBackend implements Backend {
   private static final System.Logger LOG = System.getLogger(QnapBackend.class.getName());
 
   private final QnapApi api;
+  private final Http http;
   private final String transport;
   private final QnapController controller;
   private final QnapNode node = new QnapNode();
 
-  private QnapBackend(QnapApi api, String transport, QnapController controller) {
+  private QnapBackend(QnapApi api, Http http, String transport, QnapController controller) {
     this.api = api;
+    this.http = http;
     this.transport = transport;
     this.controller = controller;
   }
@@ -67,7 +69,7 @@ public final class QnapBackend implements Backend {
       }
       default -> throw new IllegalStateException("unreachable");
     }
-    return new QnapBackend(api, transport, new QnapController(api, config, backendConfig.nodeUsage()));
+    return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()));
   }
 
   @Override
@@ -98,6 +100,10 @@ public final class QnapBackend implements Backend {
   /** Logs out of the appliance. */
   @Override
   public void close() {
-    api.close();
+    try {
+      api.close();
+    } finally {
+      http.close();
+    }
   }
 }

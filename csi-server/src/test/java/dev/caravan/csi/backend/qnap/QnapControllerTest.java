@@ -93,9 +93,9 @@ class QnapControllerTest {
     if (plugin != null) {
       plugin.shutdown(Duration.ofSeconds(2));
       assertThat(sim.liveSessions()).as("the plugin logged out").isZero();
-      assertThat(sim.violations()).isEmpty();
     }
     if (sim != null) {
+      assertThat(sim.violations()).isEmpty();
       sim.close();
     }
     if (work != null) {
@@ -257,8 +257,44 @@ class QnapControllerTest {
     assertThat(sim.targetNames()).isEmpty();
   }
 
+  /** Every log record the JVM writes while it is attached (System.Logger goes to java.util.logging). */
+  static final class Captured extends java.util.logging.Handler {
+    final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public void publish(java.util.logging.LogRecord r) {
+      lines.add(r.getLevel() + " " + new java.util.logging.SimpleFormatter().formatMessage(r)
+          + (r.getThrown() == null ? "" : " " + r.getThrown()));
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+  }
+
   @Test
   void publishSetsChapFromTheNamedSecretsAndRepairsAnInterruptedCreate() throws IOException {
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    Captured log = new Captured();
+    java.util.logging.Level before = root.getLevel();
+    root.setLevel(java.util.logging.Level.ALL);
+    root.addHandler(log);
+    try {
+      chapAndRepair();
+      plugin.shutdown(Duration.ofSeconds(2));
+      plugin = null;
+    } finally {
+      root.removeHandler(log);
+      root.setLevel(before);
+    }
+    assertThat(log.lines).as("something was logged").isNotEmpty();
+    assertThat(log.lines).noneMatch(l -> l.contains("s3cret-Chap-pw") || l.contains("an0ther-secret")
+        || l.contains(QnapSimulator.PASSWORD));
+  }
+
+  private void chapAndRepair() throws IOException {
     start("cgi", Map.of("chap-user-secret", "chapUser", "chap-password-secret", "chapPassword"));
     Volume v = controller.createVolume(create("chap", 1).build()).getVolume();
     assertThat(v.getVolumeContextMap()).containsEntry("chapUserSecret", "chapUser")

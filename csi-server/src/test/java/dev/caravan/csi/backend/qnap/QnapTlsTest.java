@@ -52,7 +52,16 @@ class QnapTlsTest {
       String url = sim.url().toString();
       assertThat(url).startsWith("https://");
       assertThat(api(Map.of("url", url, "ca-file", caPem.toString())).luns()).isEmpty();
-      assertThat(api(Map.of("url", url, "insecure-skip-tls-verify", "true")).luns()).isEmpty();
+      java.util.logging.Logger http = java.util.logging.Logger.getLogger(Http.class.getName());
+      QnapControllerTest.Captured log = new QnapControllerTest.Captured();
+      http.addHandler(log);
+      try {
+        assertThat(api(Map.of("url", url, "insecure-skip-tls-verify", "true")).luns()).isEmpty();
+      } finally {
+        http.removeHandler(log);
+      }
+      assertThat(log.lines).anySatisfy(l -> assertThat(l).startsWith("WARNING").contains("certificate checks")
+          .contains("OFF"));
       QnapApi untrusted = api(Map.of("url", url));
       assertThatThrownBy(untrusted::luns).isInstanceOf(CsiException.class)
           .satisfies(e -> assertThat(((CsiException) e).kind()).isEqualTo(CsiException.Kind.UNAVAILABLE))
