@@ -267,4 +267,81 @@ class QnapClientTest {
     assertThat(calls).allSatisfy(c -> assertThat(c.queryKeys()).isEmpty());
     assertThat(sim.violations()).isEmpty();
   }
+
+  @Test
+  void asynchronousWorkIsPolledWithinABoundAndARetryFinishesIt() {
+    sim = QnapSimulator.start(Flavour.QTS);
+    sim.creatingReads = 1_000_000;
+    Session s = new Session(new Http(sim.url(), tlsDefault(), Duration.ofSeconds(5)),
+        new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD), Duration.ofMinutes(5), Clock.systemUTC());
+    api = new CgiApi(s, Duration.ofMillis(1500));
+    assertThatThrownBy(() -> api.createLun("cve-slow-0123456789ab", 1, 1, true)).isInstanceOf(CsiException.class)
+        .satisfies(e -> assertThat(((CsiException) e).kind()).isEqualTo(Kind.UNAVAILABLE))
+        .hasMessageContaining("has not finished creating LUN 'cve-slow-0123456789ab'");
+    long reads = sim.calls().stream().filter(c -> c.params().containsKey("lun_info")).count();
+    assertThat(reads).as("backoff, not a busy loop").isBetween(2L, 15L);
+    sim.finishCreating();
+    Lun found = api.luns().stream().filter(l -> l.name().equals("cve-slow-0123456789ab")).findFirst().orElseThrow();
+    assertThat(api.awaitReady(found).state()).isEqualTo(LunState.READY);
+  }
+
+  @Test
+  void theTargetListenerSeesEveryChangeInOrder() {
+    QnapApi q = connect(Wire.CGI_QTS, QnapSimulator.PASSWORD);
+    List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+    sim.listener(new TargetListener() {
+      @Override
+      public void lunCreated(int lunIndex, String name, long bytes, String naa) {
+        events.add("lun+ " + lunIndex + " " + name + " " + bytes);
+      }
+
+      @Override
+      public void lunDeleted(int lunIndex) {
+        events.add("lun- " + lunIndex);
+      }
+
+      @Override
+      public void targetCreated(int targetIndex, String iqn) {
+        events.add("target+ " + targetIndex + " " + iqn);
+      }
+
+      @Override
+      public void targetDeleted(int targetIndex) {
+        events.add("target- " + targetIndex);
+      }
+
+      @Override
+      public void lunMapped(int targetIndex, int lunIndex, int lunNumber) {
+        events.add("map " + targetIndex + " " + lunIndex + " " + lunNumber);
+      }
+
+      @Override
+      public void lunUnmapped(int targetIndex, int lunIndex) {
+        events.add("unmap " + targetIndex + " " + lunIndex);
+      }
+
+      @Override
+      public void aclChanged(int targetIndex, java.util.Map<String, Optional<Chap>> initiators) {
+        events.add("acl " + targetIndex + " " + initiators.keySet());
+      }
+    });
+    Lun lun = q.createLun("cve-lio-0123456789ab", 1, 1, true);
+    Target t = q.createTarget("cve-lio-0123456789ab");
+    q.map(lun, t);
+    q.allow(t, NODE_A, Optional.empty());
+    q.disallow(t, NODE_A);
+    q.unmap(lun, t);
+    q.deleteTarget(t);
+    q.deleteLun(lun);
+    assertThat(events).containsExactly("lun+ 0 cve-lio-0123456789ab " + GIB,
+        "target+ 0 " + t.iqn(), "map 0 0 0", "acl 0 [" + NODE_A + "]", "acl 0 []", "unmap 0 0", "target- 0", "lun- 0");
+  }
+
+  private static SSLContext tlsDefault() {
+    try {
+      return SSLContext.getDefault();
+    } catch (NoSuchAlgorithmException e) {
+      throw new AssertionError(e);
+    }
+  }
 }

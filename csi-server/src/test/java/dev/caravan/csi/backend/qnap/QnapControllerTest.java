@@ -415,6 +415,42 @@ class QnapControllerTest {
   }
 
   @Test
+  void twoNodesPublishingAtOnceNeverBothGetIn() throws Exception {
+    start("cgi", Map.of());
+    Volume v = controller.createVolume(create("race", 1).build()).getVolume();
+    String target = v.getVolumeId().substring(8);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      for (int round = 0; round < 8; round++) {
+        java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(2);
+        List<java.util.concurrent.Future<Code>> outcomes = new ArrayList<>();
+        for (String n : List.of(NODE_A, NODE_B)) {
+          outcomes.add(pool.submit(() -> {
+            go.await();
+            try {
+              controller.controllerPublishVolume(publish(v, n));
+              return Code.OK;
+            } catch (StatusRuntimeException e) {
+              return e.getStatus().getCode();
+            }
+          }));
+        }
+        List<Code> codes = new ArrayList<>();
+        for (var o : outcomes) {
+          codes.add(o.get());
+        }
+        assertThat(codes).as("round " + round).containsOnlyOnce(Code.OK);
+        assertThat(codes).as("round " + round).containsAnyOf(Code.FAILED_PRECONDITION, Code.ABORTED);
+        assertThat(sim.acl(target)).hasSize(1);
+        controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .build());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void anInterruptedCreateIsFinishedByItsRetry() throws IOException {
     start("cgi", Map.of());
     sim.inject("add_target", -1, 1);

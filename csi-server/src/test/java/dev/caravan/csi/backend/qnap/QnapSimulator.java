@@ -196,6 +196,11 @@ final class QnapSimulator implements AutoCloseable {
     injectedHttp.computeIfAbsent(func, k -> new ArrayList<>()).add(status);
   }
 
+  /** Every LUN still being created is ready at the next read. */
+  synchronized void finishCreating() {
+    luns.values().forEach(l -> l.creatingLeft = Math.min(l.creatingLeft, 1));
+  }
+
   synchronized void pool(int id, long bytes) {
     pools.put(id, bytes);
   }
