@@ -20,7 +20,8 @@ import java.util.function.Supplier;
 
 /**
  * A {@link ControllerBackend} that reports its mutating operations to {@link Metrics}: create (or
- * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow; outcome
+ * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow, publish,
+ * unpublish; outcome
  * ok, or the failure kind in lower case (not_found, failed_precondition...), or error.
  */
 public final class MeteredControllerBackend implements ControllerBackend {

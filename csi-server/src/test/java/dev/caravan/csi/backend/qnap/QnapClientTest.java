@@ -165,6 +165,17 @@ class QnapClientTest {
     assertThat(sim.liveSessions()).as("logged out on close").isZero();
   }
 
+  @ParameterizedTest
+  @MethodSource("wires")
+  void aSessionThatTimedOutIsRenewed(Wire wire) throws InterruptedException {
+    QnapApi q = connect(wire, QnapSimulator.PASSWORD);
+    sim.sessionTtl = Duration.ofMillis(300);
+    assertThat(q.luns()).isEmpty();
+    Thread.sleep(400); // past the appliance's session timeout
+    assertThat(q.targets()).isEmpty();
+    assertThat(sim.logins()).isEqualTo(2);
+  }
+
   @Test
   void aRefusedLoginIsNotRetriedAndKeepsThePasswordOutOfTheMessage() {
     String wrong = "not-the-password-42";

@@ -81,6 +81,8 @@ final class QnapSimulator implements AutoCloseable {
   volatile boolean whitespaceIqn;
   volatile boolean cgiWritesRefused;
   volatile long maxLunBytes = 1L << 50;
+  /** How long a session lives after its login (the appliance's session timeout). */
+  volatile java.time.Duration sessionTtl = java.time.Duration.ofHours(1);
 
   private final Flavour flavour;
   private final HttpServer server;
@@ -89,7 +91,8 @@ final class QnapSimulator implements AutoCloseable {
   private volatile TargetListener listener = new TargetListener() {};
 
   // ---- state, guarded by this --------------------------------------------------------------------
-  private final Map<String, Boolean> sessions = new HashMap<>();
+  /** Session id → when it stops being valid. */
+  private final Map<String, Instant> sessions = new HashMap<>();
   private int failedLogins;
   private int logins;
   private final TreeMap<Integer, LunRow> luns = new TreeMap<>();
@@ -183,7 +186,7 @@ final class QnapSimulator implements AutoCloseable {
   }
 
   synchronized int liveSessions() {
-    return sessions.size();
+    return (int) sessions.values().stream().filter(end -> Instant.now().isBefore(end)).count();
   }
 
   /** The next {@code times} calls of {@code func} (a CGI func, or "METHOD /api/path") answer {@code result}. */
@@ -374,7 +377,7 @@ final class QnapSimulator implements AutoCloseable {
       sessions.remove(p.getOrDefault("sid", ""));
       return ok(x("result", 0));
     }
-    if (!sessions.containsKey(p.getOrDefault("sid", ""))) {
+    if (!live(p.getOrDefault("sid", ""))) {
       return ok(x("authPassed", 0));
     }
     Optional<Integer> inj = injected(func);
@@ -395,9 +398,18 @@ final class QnapSimulator implements AutoCloseable {
     };
   }
 
+  private boolean live(String sid) {
+    Instant end = sessions.get(sid);
+    if (end != null && !Instant.now().isBefore(end)) {
+      sessions.remove(sid);
+      return false;
+    }
+    return end != null;
+  }
+
   private String[] login(Map<String, String> p) {
     if (!p.containsKey("user")) {
-      if (p.containsKey("sid") && !sessions.containsKey(p.get("sid"))) {
+      if (p.containsKey("sid") && !live(p.get("sid"))) {
         return ok(x("authPassed", 0));
       }
       return ok(x("authPassed", p.containsKey("sid") ? 1 : 0) + "<model>" + x("displayModelName", "TS-873A")
@@ -418,7 +430,7 @@ final class QnapSimulator implements AutoCloseable {
     }
     failedLogins = 0;
     String sid = UUID.randomUUID().toString().replace("-", "").substring(0, 16);
-    sessions.put(sid, true);
+    sessions.put(sid, Instant.now().plus(sessionTtl));
     return ok(x("authPassed", 1) + x("authSid", sid) + x("isAdmin", 1));
   }
 
@@ -895,7 +907,7 @@ final class QnapSimulator implements AutoCloseable {
     if (http.isPresent()) {
       return http.get();
     }
-    if (!sessions.containsKey(sid)) {
+    if (!live(sid)) {
       return json(-22, "sid is invalid", Map.of());
     }
     Optional<Integer> inj = injected(key);
