@@ -47,7 +47,11 @@ import javax.net.ssl.SSLContext;
  * exactly the initiators of its ACL rows (row 0, the Default Policy, carries only the target's CHAP),
  * as an LIO target without generated node ACLs does. The REST field names beyond those S6 gives
  * ({@code label, type, pool_id, capacity, provision_type, creating, lun_index, volume_type,
- * error_code, error_message}) are this simulator's choice, shared with {@link RestApi}.
+ * error_code, error_message}) are this simulator's choice, shared with {@link RestApi}. Logins for both
+ * APIs go through {@code authLogin.cgi}, whose session id the REST API takes in its {@code sid} header
+ * (S6 names the header, not where the id comes from). {@link #cgiWritesRefused} models QuTS hero h6.0.1
+ * refusing CGI writes (S5 saw {@code add_target} and {@code add_lun} refused); which CGI writes h6 refuses
+ * beyond those is open, and the simulator refuses every one except {@code snapshot.cgi}'s.
  *
  * <p>Protocol violations a faithful client never commits (a second LUN of one name, an {@code
  * edit_lun} without the full description, an unmapped target deleted with LUNs, a secret in a URL)
