@@ -3,11 +3,12 @@ package dev.caravan.csi.backend;
 
 import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.backend.local.LocalBackend;
+import dev.caravan.csi.backend.qnap.QnapBackend;
 import java.util.List;
 
 /** Chooses a backend by driver name. */
 public final class Backends {
-  public static final List<String> DRIVERS = List.of("file", "local");
+  public static final List<String> DRIVERS = List.of("file", "local", "qnap");
 
   private Backends() {}
 
@@ -21,6 +22,7 @@ public final class Backends {
     return switch (driver) {
       case "file" -> FileBackend.open(config);
       case "local" -> LocalBackend.open(config);
+      case "qnap" -> QnapBackend.open(config);
       default ->
           throw new IllegalArgumentException(
               "unknown driver '" + driver + "'; known drivers: " + String.join(", ", DRIVERS));

@@ -81,4 +81,29 @@ public interface ControllerBackend {
   ExpandResult expandVolume(String volumeId, CapacityRange range, AccessType accessType);
 
   CapacityReport capacity(Map<String, String> parameters);
+
+  /**
+   * Whether this backend attaches volumes to nodes from the controller (ControllerPublish and
+   * ControllerUnpublish, the PUBLISH_UNPUBLISH_VOLUME capability). False for backends whose node
+   * service attaches the storage itself (file, local).
+   */
+  default boolean publishes() {
+    return false;
+  }
+
+  /**
+   * Makes the volume usable by {@code nodeId} and by no other node; returns the publish context.
+   * Idempotent for the node that holds it; FAILED_PRECONDITION, naming the holder, while another
+   * node holds it; NOT_FOUND for a volume or node that does not exist.
+   *
+   * @param secrets the request's secrets (never logged)
+   */
+  default Map<String, String> publishVolume(String volumeId, String nodeId, Map<String, String> secrets) {
+    throw new CsiException(CsiException.Kind.UNIMPLEMENTED, "ControllerPublishVolume is not supported by this backend");
+  }
+
+  /** Withdraws the volume from {@code nodeId}, or from every node when empty; OK when it is not published there. */
+  default void unpublishVolume(String volumeId, Optional<String> nodeId) {
+    throw new CsiException(CsiException.Kind.UNIMPLEMENTED, "ControllerUnpublishVolume is not supported by this backend");
+  }
 }

@@ -41,7 +41,11 @@ final class ServeCommand implements Callable<Integer> {
           "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
           "allowed-roots");
 
-  @Option(names = "--driver", description = "Backend: file or local (default: file).")
+  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap serves the"
+      + " controller only so far (LUNs, targets, snapshots, and ControllerPublish as the fence: the node id must be"
+      + " the node's iSCSI initiator IQN); its NodeStage answers UNIMPLEMENTED until the iSCSI node side lands."
+      + " Its settings are qnap.* keys of --config; credentials come from qnap.credentials-file or"
+      + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.")
   String driver;
 
   @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")
@@ -87,7 +91,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
   Boolean metrics;
 
-  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options.")
+  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
   Path config;
 
   @Override

@@ -21,6 +21,10 @@ import dev.caravan.csi.v1.ControllerGetCapabilitiesResponse;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.ControllerGetVolumeResponse;
 import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerPublishVolumeResponse;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeResponse;
 import dev.caravan.csi.v1.ControllerServiceCapability;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateSnapshotResponse;
@@ -52,8 +56,10 @@ import java.util.stream.Collectors;
 
 /**
  * Controller service: validates and translates requests, serializes them per volume (contended →
- * ABORTED), and delegates to the backend. No ControllerPublish/Unpublish: Caravan's backends attach
- * on the node (NodeStage), so those RPCs stay UNIMPLEMENTED and the capability is not advertised.
+ * ABORTED), and delegates to the backend. ControllerPublish/Unpublish exist only for a backend that
+ * {@link ControllerBackend#publishes() publishes} (qnap: the target ACL is the fence); for the others
+ * (file, local attach on the node, in NodeStage) they stay UNIMPLEMENTED and the capability is not
+ * advertised.
  *
  * <p>Ids: what no id can be is INVALID_ARGUMENT; an id the backend could never have issued names
  * nothing, so DeleteVolume and DeleteSnapshot answer OK and every other RPC NOT_FOUND, after the
@@ -301,7 +307,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       ControllerGetCapabilitiesRequest req, StreamObserver<ControllerGetCapabilitiesResponse> out) {
     Rpc.unary(out, () -> {
       ControllerGetCapabilitiesResponse.Builder b = ControllerGetCapabilitiesResponse.newBuilder();
-      for (ControllerServiceCapability.RPC.Type t : CAPABILITIES) {
+      List<ControllerServiceCapability.RPC.Type> types = new ArrayList<>(CAPABILITIES);
+      if (backend.publishes()) {
+        types.add(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
+        types.add(ControllerServiceCapability.RPC.Type.LIST_VOLUMES_PUBLISHED_NODES);
+      }
+      for (ControllerServiceCapability.RPC.Type t : types) {
         b.addCapabilities(ControllerServiceCapability.newBuilder()
             .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(t)));
       }
@@ -402,6 +413,54 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
               .addAllPublishedNodeIds(status.attachedNodes())
               .setVolumeCondition(Convert.condition(status.health())))
           .build();
+    });
+  }
+
+  @Override
+  public void controllerPublishVolume(
+      ControllerPublishVolumeRequest req, StreamObserver<ControllerPublishVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      if (!backend.publishes()) {
+        throw new CsiException(CsiException.Kind.UNIMPLEMENTED,
+            "ControllerPublishVolume is not supported: this backend attaches volumes on the node (NodeStage)");
+      }
+      IdRules.requireBounded("volume_id", req.getVolumeId());
+      IdRules.requireBounded("node_id", req.getNodeId());
+      if (!req.hasVolumeCapability()) {
+        throw CsiException.invalid("volume_capability is required");
+      }
+      Validate.capability("volume_capability", req.getVolumeCapability());
+      if (req.getReadonly()) {
+        throw CsiException.invalid("readonly must be false: the plugin does not advertise PUBLISH_READONLY");
+      }
+      String key = Ids.existingVolume(backend, "volume_id", req.getVolumeId());
+      try (VolumeLocks.Held held = locks.acquire(key)) {
+        return ControllerPublishVolumeResponse.newBuilder()
+            .putAllPublishContext(backend.publishVolume(req.getVolumeId(), req.getNodeId(), req.getSecretsMap()))
+            .build();
+      }
+    });
+  }
+
+  @Override
+  public void controllerUnpublishVolume(
+      ControllerUnpublishVolumeRequest req, StreamObserver<ControllerUnpublishVolumeResponse> out) {
+    Rpc.unary(out, () -> {
+      if (!backend.publishes()) {
+        throw new CsiException(CsiException.Kind.UNIMPLEMENTED,
+            "ControllerUnpublishVolume is not supported: this backend attaches volumes on the node (NodeStage)");
+      }
+      Optional<String> key = Ids.volume(backend, "volume_id", req.getVolumeId());
+      if (!req.getNodeId().isEmpty()) {
+        IdRules.requireBounded("node_id", req.getNodeId());
+      }
+      if (key.isPresent()) { // else an id never issued: published nowhere
+        try (VolumeLocks.Held held = locks.acquire(key.get())) {
+          backend.unpublishVolume(req.getVolumeId(),
+              req.getNodeId().isEmpty() ? Optional.empty() : Optional.of(req.getNodeId()));
+        }
+      }
+      return ControllerUnpublishVolumeResponse.getDefaultInstance();
     });
   }
 }

@@ -11,9 +11,12 @@ import org.junit.jupiter.api.Test;
 class BackendsTest {
   @Test
   void onlyImplementedDriversAreKnown() {
-    assertThat(Backends.DRIVERS).containsExactly("file", "local");
+    assertThat(Backends.DRIVERS).containsExactly("file", "local", "qnap");
+    assertThatThrownBy(() -> Backends.open("nfs", new BackendConfig("n1", Path.of("/nonexistent"), Map.of(), NodeUsage.none())))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("unknown driver 'nfs'; known drivers: file, local, qnap");
     assertThatThrownBy(() -> Backends.open("qnap", new BackendConfig("n1", Path.of("/nonexistent"), Map.of(), NodeUsage.none())))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("unknown driver 'qnap'; known drivers: file, local");
+        .hasMessageContaining("qnap.url");
   }
 }

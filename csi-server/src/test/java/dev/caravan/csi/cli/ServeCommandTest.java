@@ -15,4 +15,11 @@ class ServeCommandTest {
     assertThat(serve.allowedRoots).containsExactly(Path.of("/srv/nomad/client/csi"), Path.of("/local/csi"));
     assertThat(cli.getUsageMessage()).contains("--allowed-root", "<state_dir>/csi", "/local/csi");
   }
+
+  @Test
+  void theQnapDriverSaysWhatItServes() {
+    String usage = new CommandLine(new ServeCommand()).getUsageMessage().replaceAll("\\s+", " ");
+    assertThat(usage).contains("qnap").contains("controller only").contains("UNIMPLEMENTED")
+        .contains("CARAVAN_QNAP_PASSWORD").contains("never from flags");
+  }
 }

@@ -20,7 +20,8 @@ import java.util.function.Supplier;
 
 /**
  * A {@link ControllerBackend} that reports its mutating operations to {@link Metrics}: create (or
- * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow; outcome
+ * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow, publish,
+ * unpublish; outcome
  * ok, or the failure kind in lower case (not_found, failed_precondition...), or error.
  */
 public final class MeteredControllerBackend implements ControllerBackend {
@@ -138,5 +139,23 @@ public final class MeteredControllerBackend implements ControllerBackend {
   @Override
   public CapacityReport capacity(Map<String, String> parameters) {
     return delegate.capacity(parameters);
+  }
+
+  @Override
+  public boolean publishes() {
+    return delegate.publishes();
+  }
+
+  @Override
+  public Map<String, String> publishVolume(String volumeId, String nodeId, Map<String, String> secrets) {
+    return timed("publish", () -> delegate.publishVolume(volumeId, nodeId, secrets));
+  }
+
+  @Override
+  public void unpublishVolume(String volumeId, Optional<String> nodeId) {
+    timed("unpublish", () -> {
+      delegate.unpublishVolume(volumeId, nodeId);
+      return null;
+    });
   }
 }

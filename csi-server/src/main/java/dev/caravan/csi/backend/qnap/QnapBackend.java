@@ -1,0 +1,109 @@
+package dev.caravan.csi.backend.qnap;
+
+import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.Readiness;
+import java.time.Clock;
+import java.util.Map;
+
+/**
+ * The {@code qnap} backend: iSCSI LUNs on a QNAP appliance (settings: {@link QnapConfig}; ids:
+ * {@link QnapIds}; the fence: {@link QnapController}). Only the controller half exists so far
+ * ({@link QnapNode}). Opening does not contact the appliance unless {@code qnap.transport=auto},
+ * which logs in to read the firmware; Probe is ready while the appliance answers.
+ */
+public final class QnapBackend implements Backend {
+  private static final System.Logger LOG = System.getLogger(QnapBackend.class.getName());
+
+  private final QnapApi api;
+  private final Http http;
+  private final String transport;
+  private final QnapController controller;
+  private final QnapNode node = new QnapNode();
+
+  private QnapBackend(QnapApi api, Http http, String transport, QnapController controller) {
+    this.api = api;
+    this.http = http;
+    this.transport = transport;
+    this.controller = controller;
+  }
+
+  public static QnapBackend open(BackendConfig backendConfig) {
+    return open(backendConfig, System.getenv());
+  }
+
+  static QnapBackend open(BackendConfig backendConfig, Map<String, String> env) {
+    QnapConfig config = QnapConfig.parse(backendConfig.options());
+    Credentials credentials = Credentials.load(config.credentialsFile(), env);
+    Http http = Http.open(config);
+    Session session = new Session(http, credentials, config.loginRetry(), Clock.systemUTC());
+    QnapApi api;
+    String transport;
+    switch (config.transport()) {
+      case CGI -> {
+        api = new CgiApi(session, config.readyTimeout());
+        transport = "cgi";
+      }
+      case REST -> {
+        api = new RestApi(session, config.readyTimeout());
+        transport = "rest";
+      }
+      case AUTO -> {
+        CgiApi cgi = new CgiApi(session, config.readyTimeout());
+        QnapApi.Appliance a;
+        try {
+          a = cgi.appliance();
+        } catch (CsiException e) {
+          cgi.close();
+          http.close();
+          throw new IllegalStateException("qnap.transport=auto cannot read the appliance's firmware: " + e.getMessage()
+              + "; set qnap.transport=cgi or rest to start without the appliance", e);
+        }
+        api = a.hero() ? new RestApi(session, config.readyTimeout()) : cgi;
+        transport = a.hero() ? "rest" : "cgi";
+        LOG.log(System.Logger.Level.INFO, "qnap: {0} firmware {1} ({2}): using the {3} API", a.model(), a.firmware(),
+            a.hero() ? "QuTS hero" : "QTS", transport);
+      }
+      default -> throw new IllegalStateException("unreachable");
+    }
+    return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()));
+  }
+
+  @Override
+  public String driver() {
+    return "qnap";
+  }
+
+  @Override
+  public ControllerBackend controller() {
+    return controller;
+  }
+
+  @Override
+  public NodeBackend node() {
+    return node;
+  }
+
+  @Override
+  public Readiness readiness() {
+    try {
+      QnapApi.Appliance a = api.appliance();
+      return Readiness.ready("QNAP " + a.model() + " firmware " + a.firmware() + " over the " + transport + " API");
+    } catch (CsiException e) {
+      return Readiness.notReady(e.getMessage());
+    }
+  }
+
+  /** Logs out of the appliance. */
+  @Override
+  public void close() {
+    try {
+      api.close();
+    } finally {
+      http.close();
+    }
+  }
+}

@@ -1,0 +1,541 @@
+package dev.caravan.csi.backend.qnap;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CapacityReport;
+import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
+import dev.caravan.csi.backend.qnap.QnapApi.Chap;
+import dev.caravan.csi.backend.qnap.QnapApi.Lun;
+import dev.caravan.csi.backend.qnap.QnapApi.LunState;
+import dev.caravan.csi.backend.qnap.QnapApi.Mapping;
+import dev.caravan.csi.backend.qnap.QnapApi.Pool;
+import dev.caravan.csi.backend.qnap.QnapApi.Snap;
+import dev.caravan.csi.backend.qnap.QnapApi.Target;
+import dev.caravan.csi.backend.qnap.QnapIds.SnapshotId;
+import dev.caravan.csi.backend.qnap.QnapIds.VolumeId;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The qnap backend's controller: one LUN and one target (named alike, the alias marking it Caravan's)
+ * per volume, sizes in whole GiB, and ControllerPublish as the fence: the target's ACL admits exactly
+ * the initiator of the node the volume is published to, and a second node's publish is refused while
+ * the first holds it.
+ *
+ * <p>A dead node's volume is recovered with {@code nomad volume detach}, which makes Nomad call
+ * ControllerUnpublish for that node: its initiator leaves the ACL, and the next node's publish
+ * succeeds. Nothing here ever removes a node from an ACL on its own.
+ *
+ * <p>Volume context: {@code targetIqn}, {@code lun} (the per-target LUN number), {@code portals}
+ * (comma-separated host:port, from {@code qnap.portals}), {@code naa} (the LUN's NAA id as the
+ * appliance reports it), {@code fsType}, and, with CHAP configured, {@code chapUserSecret} and
+ * {@code chapPasswordSecret} (and the mutual pair): the names of the secrets the node reads, never
+ * their values.
+ */
+final class QnapController implements ControllerBackend {
+  static final String POOL = "pool";
+  static final String THIN = "thin";
+  static final String FS_TYPE = "fsType";
+  static final Set<String> PARAMETERS = Set.of(POOL, THIN, FS_TYPE);
+  static final long GIB = 1L << 30;
+
+  private final QnapApi api;
+  private final QnapConfig config;
+  private final NodeUsage usage;
+
+  QnapController(QnapApi api, QnapConfig config, NodeUsage usage) {
+    this.api = api;
+    this.config = config;
+    this.usage = usage;
+  }
+
+  @Override
+  public Set<String> knownParameters() {
+    return PARAMETERS;
+  }
+
+  @Override
+  public IdShape volumeId(String id) {
+    return QnapIds.volumeShape(id);
+  }
+
+  @Override
+  public IdShape snapshotId(String id) {
+    return QnapIds.snapshotShape(id);
+  }
+
+  @Override
+  public String volumeLockKey(String name) {
+    return QnapIds.volumeLockKey(name);
+  }
+
+  @Override
+  public String snapshotLockKey(String name) {
+    return QnapIds.snapshotLockKey(name);
+  }
+
+  // ---- lookups -----------------------------------------------------------------------------------
+
+  /** The LUN of Caravan's with this name that is not being removed. */
+  private Optional<Lun> lunNamed(List<Lun> luns, String name) {
+    return luns.stream().filter(l -> l.name().equals(name) && l.state() != LunState.GHOST).findFirst();
+  }
+
+  private Optional<Target> targetNamed(List<Target> targets, String name) {
+    return targets.stream().filter(t -> t.name().equals(name) && t.alias().equals(name)).findFirst();
+  }
+
+  private static VolumeId parse(String volumeId) {
+    return QnapIds.volume(volumeId).orElseThrow(() -> CsiException.notFound(
+        "volume_id '" + IdRules.printable(volumeId) + "' does not exist (" + QnapIds.VOLUME_RULE + ")"));
+  }
+
+  private VolumeInfo info(VolumeId v, Lun lun, Target target, int lunNumber, Optional<ContentSource> source) {
+    Map<String, String> context = new LinkedHashMap<>();
+    context.put("targetIqn", target.iqn());
+    context.put("lun", Integer.toString(lunNumber));
+    context.put("portals", String.join(",", config.portals()));
+    context.put("naa", lun.naa());
+    context.put(FS_TYPE, v.fsType());
+    config.chap().ifPresent(c -> {
+      context.put("chapUserSecret", c.user());
+      context.put("chapPasswordSecret", c.password());
+      c.mutualUser().ifPresent(u -> context.put("mutualChapUserSecret", u));
+      c.mutualPassword().ifPresent(p -> context.put("mutualChapPasswordSecret", p));
+    });
+    return new VolumeInfo(v.id(), v.lunName(), lun.capacityBytes(), v.fsType(), context, source, List.of());
+  }
+
+  // ---- create --------------------------------------------------------------------------------------
+
+  @Override
+  public VolumeInfo createVolume(VolumeRequest req) {
+    String fs = fsType(req);
+    int pool = pool(req.parameters());
+    boolean thin = thin(req.parameters());
+    VolumeId v = QnapIds.volumeFor(req.name(), fs);
+    List<Lun> luns = api.luns();
+    Optional<Lun> same = luns.stream().filter(l -> l.state() != LunState.GHOST)
+        .filter(l -> QnapIds.lun(l.name()).map(x -> x.hash().equals(v.hash())).orElse(false)).findFirst();
+    Lun lun;
+    if (same.isPresent()) {
+      lun = same.get();
+      if (lun.state() == LunState.REMOVING) {
+        throw new CsiException(Kind.UNAVAILABLE, "volume '" + req.name() + "' (LUN " + lun.name()
+            + ") is still being removed by the appliance; retry when it is gone");
+      }
+      String problem = !lun.name().equals(v.lunName()) ? "was created for another filesystem (" + lun.name() + ")"
+          : !req.capacity().admits(lun.capacityBytes()) ? "has " + lun.capacityBytes() + " bytes, outside the requested range"
+          : lun.thin() != thin ? "is " + (lun.thin() ? "thin" : "thick") + ", not " + (thin ? "thin" : "thick")
+          : lun.poolId() != pool ? "is in pool " + lun.poolId() + ", not " + pool : "";
+      if (!problem.isEmpty()) {
+        throw CsiException.alreadyExists("volume '" + req.name() + "' exists and " + problem);
+      }
+      if (lun.state() == LunState.CREATING) {
+        lun = api.awaitReady(lun);
+      }
+    } else if (req.source().isPresent()) {
+      lun = cloneInto(v, req, pool);
+    } else {
+      long bytes = size(req.capacity(), 0);
+      requireRoom(pool, thin, bytes);
+      lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
+    }
+    return expose(v, lun, req.source());
+  }
+
+  /** Makes sure the volume's own target exists and maps its LUN; returns the volume as exposed. */
+  private VolumeInfo expose(VolumeId v, Lun lun, Optional<ContentSource> source) {
+    List<Target> targets = api.targets();
+    Target target = targetNamed(targets, v.lunName()).orElse(null);
+    if (target == null) {
+      if (targets.stream().anyMatch(t -> t.name().equals(v.lunName()))) {
+        throw CsiException.failedPrecondition("QNAP target '" + v.lunName() + "' exists but its alias is not '"
+            + v.lunName() + "': it is not Caravan's; rename or remove it on the appliance");
+      }
+      target = api.createTarget(v.lunName());
+    }
+    int index = target.index();
+    Optional<Mapping> mapping = lun.mappings().stream().filter(m -> m.targetIndex() == index).findFirst();
+    int lunNumber = mapping.isPresent() ? mapping.get().lunNumber() : api.map(lun, target);
+    return info(v, lun, target, lunNumber, source);
+  }
+
+  private Lun cloneInto(VolumeId v, VolumeRequest req, int pool) {
+    ContentSource src = req.source().orElseThrow();
+    List<Lun> luns = api.luns();
+    if (src.kind() == ContentSource.Kind.SNAPSHOT) {
+      SnapshotId s = QnapIds.snapshot(src.id()).orElseThrow(() -> CsiException.notFound(
+          "volume_content_source.snapshot.snapshot_id '" + src.id() + "' does not exist"));
+      Lun source = lunNamed(luns, s.volume().lunName()).orElseThrow(() -> CsiException.notFound(
+          "volume_content_source.snapshot.snapshot_id '" + src.id() + "' does not exist (its volume is gone)"));
+      Snap snap = api.snapshots(source).stream().filter(x -> x.name().equals(s.snapName())).findFirst()
+          .orElseThrow(() -> CsiException.notFound("volume_content_source.snapshot.snapshot_id '" + src.id()
+              + "' does not exist"));
+      long bytes = size(req.capacity(), source.capacityBytes());
+      return grow(api.cloneSnapshot(source, snap, v.lunName(), pool, config.instantClone()), bytes);
+    }
+    VolumeId sv = QnapIds.volume(src.id()).orElseThrow(() -> CsiException.notFound(
+        "volume_content_source.volume.volume_id '" + src.id() + "' does not exist"));
+    Lun source = lunNamed(luns, sv.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
+        "volume_content_source.volume.volume_id '" + src.id() + "' does not exist"));
+    long bytes = size(req.capacity(), source.capacityBytes());
+    // QTS has no LUN-to-LUN clone: copy a snapshot taken for this clone, then drop it. Its name comes
+    // from the clone, so a retry after a crash finds and reuses it.
+    String tempName = QnapIds.cloneSnapshotName(v);
+    Snap temp = api.snapshots(source).stream().filter(x -> x.name().equals(tempName)).findFirst()
+        .orElseGet(() -> api.createSnapshot(source, tempName));
+    Lun clone = api.cloneSnapshot(source, temp, v.lunName(), pool, false);
+    api.deleteSnapshot(source, temp);
+    return grow(clone, bytes);
+  }
+
+  private Lun grow(Lun lun, long bytes) {
+    return lun.capacityBytes() >= bytes ? lun : api.resizeLun(lun, bytes / GIB);
+  }
+
+  /**
+   * The size a new volume gets: whole GiB only. A required size that is not a whole number of GiB is
+   * refused, never rounded; without one, the source's size or 1 GiB.
+   */
+  static long size(CapacityRange range, long sourceBytes) {
+    if (range.hasRequired() && range.requiredBytes() % GIB != 0) {
+      throw CsiException.invalid("capacity_range.required_bytes " + range.requiredBytes() + " is not a whole number"
+          + " of GiB (1073741824 bytes): QNAP LUNs are sized in whole GiB, and Caravan does not round silently");
+    }
+    long bytes = range.hasRequired() ? range.requiredBytes() : Math.max(sourceBytes, GIB);
+    bytes = Math.max(bytes, sourceBytes);
+    if (range.hasLimit() && bytes > range.limitBytes()) {
+      throw CsiException.outOfRange("capacity_range.limit_bytes " + range.limitBytes() + " is below " + bytes
+          + " bytes, the smallest volume possible here (whole GiB, at least the source's size)");
+    }
+    if (bytes / GIB > (1L << 20)) {
+      throw CsiException.outOfRange("capacity_range asks for " + bytes + " bytes; QNAP LUNs hold at most 1 PiB");
+    }
+    return bytes;
+  }
+
+  private void requireRoom(int poolId, boolean thin, long bytes) {
+    Pool p = api.pool(poolId);
+    if (!p.ready()) {
+      throw new CsiException(Kind.UNAVAILABLE, "QNAP pool " + poolId + " is not ready (busy or in error)");
+    }
+    long room = thin ? p.capacityBytes() : p.maxThickBytes();
+    if (bytes > room) {
+      throw new CsiException(Kind.RESOURCE_EXHAUSTED, "QNAP pool " + poolId + " has room for " + room + " bytes of a "
+          + (thin ? "thin" : "thick") + " LUN; " + bytes + " were asked for");
+    }
+  }
+
+  private String fsType(VolumeRequest req) {
+    String param = req.parameters().get(FS_TYPE);
+    if (param != null && req.fsType().isPresent() && !param.equals(req.fsType().get())) {
+      throw CsiException.invalid("parameters.fsType " + IdRules.printable(param) + " contradicts the capability's"
+          + " fs_type " + req.fsType().get());
+    }
+    String fs = req.fsType().orElse(param == null ? "ext4" : param);
+    if (!fs.equals("ext4") && !fs.equals("xfs")) {
+      throw CsiException.invalid("fsType '" + IdRules.printable(fs) + "' is not supported: ext4 or xfs");
+    }
+    return fs;
+  }
+
+  private int pool(Map<String, String> parameters) {
+    String p = parameters.get(POOL);
+    if (p == null) {
+      return config.defaultPool();
+    }
+    if (!p.matches("[0-9]{1,9}")) {
+      throw CsiException.invalid("parameters.pool '" + IdRules.printable(p) + "' must be a QNAP pool id (a number)");
+    }
+    return Integer.parseInt(p);
+  }
+
+  private static boolean thin(Map<String, String> parameters) {
+    return switch (parameters.getOrDefault(THIN, "true")) {
+      case "true" -> true;
+      case "false" -> false;
+      default -> throw CsiException.invalid("parameters.thin '" + IdRules.printable(parameters.get(THIN))
+          + "' must be true or false");
+    };
+  }
+
+  // ---- delete ------------------------------------------------------------------------------------
+
+  @Override
+  public void deleteVolume(String volumeId) {
+    VolumeId v = parse(volumeId);
+    usage.of(volumeId).ifPresent(u -> {
+      throw CsiException.failedPrecondition("volume " + volumeId + " is in use on this node: " + u.describe());
+    });
+    List<Lun> luns = api.luns();
+    Optional<Lun> lun = luns.stream().filter(l -> l.name().equals(v.lunName()) && l.state() != LunState.GHOST)
+        .findFirst();
+    Optional<Target> target = targetNamed(api.targets(), v.lunName());
+    if (lun.isPresent() && lun.get().state() != LunState.REMOVING) {
+      List<String> snaps = api.snapshots(lun.get()).stream()
+          .map(s -> QnapIds.SNAP_NAME.matcher(s.name()).matches() ? v.id() + "@" + s.name() : "'" + s.name() + "'")
+          .toList();
+      if (!snaps.isEmpty()) {
+        throw CsiException.failedPrecondition("volume " + volumeId + " has snapshots " + snaps
+            + "; delete them first (a volume is deleted only without snapshots)");
+      }
+      if (target.isPresent()) {
+        List<String> holders = api.acl(target.get());
+        if (!holders.isEmpty()) {
+          throw CsiException.failedPrecondition("volume " + volumeId + " is still published to " + holders
+              + "; ControllerUnpublish it first");
+        }
+        api.unmap(lun.get(), target.get());
+      }
+    }
+    lun.ifPresent(api::deleteLun);
+    target.ifPresent(api::deleteTarget);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------------
+
+  @Override
+  public Optional<VolumeInfo> findVolume(String volumeId) {
+    return volumeStatus(volumeId).map(VolumeStatus::volume);
+  }
+
+  @Override
+  public Optional<VolumeStatus> volumeStatus(String volumeId) {
+    Optional<VolumeId> v = QnapIds.volume(volumeId);
+    if (v.isEmpty()) {
+      return Optional.empty();
+    }
+    Optional<Lun> lun = lunNamed(api.luns(), v.get().lunName()).filter(Lun::present);
+    if (lun.isEmpty()) {
+      return Optional.empty();
+    }
+    Optional<Target> target = targetNamed(api.targets(), v.get().lunName());
+    return Optional.of(status(v.get(), lun.get(), target));
+  }
+
+  private VolumeStatus status(VolumeId v, Lun lun, Optional<Target> target) {
+    if (target.isEmpty()) {
+      Target none = new Target(-1, v.lunName(), "", v.lunName(), List.of());
+      return new VolumeStatus(info(v, lun, none, 0, Optional.empty()),
+          VolumeHealth.abnormal("the volume's target is missing on the appliance (ControllerPublish recreates it)"),
+          List.of());
+    }
+    Optional<Mapping> mapping = lun.mappings().stream().filter(m -> m.targetIndex() == target.get().index()).findFirst();
+    VolumeInfo info = info(v, lun, target.get(), mapping.map(Mapping::lunNumber).orElse(0), Optional.empty());
+    VolumeHealth health = lun.state() != LunState.READY ? VolumeHealth.abnormal("the LUN is not ready on the appliance")
+        : mapping.isEmpty() ? VolumeHealth.abnormal("the LUN is not mapped to its target (ControllerPublish maps it)")
+        : VolumeHealth.OK;
+    return new VolumeStatus(info, health, api.acl(target.get()));
+  }
+
+  @Override
+  public List<VolumeInfo> listVolumes() {
+    List<Target> targets = api.targets();
+    List<VolumeInfo> out = new ArrayList<>();
+    for (Lun lun : api.luns()) {
+      Optional<VolumeId> v = QnapIds.lun(lun.name());
+      if (v.isEmpty() || !lun.present()) {
+        continue;
+      }
+      Optional<Target> t = targetNamed(targets, lun.name());
+      int number = t.flatMap(x -> lun.mappings().stream().filter(m -> m.targetIndex() == x.index()).findFirst())
+          .map(Mapping::lunNumber).orElse(0);
+      out.add(info(v.get(), lun, t.orElse(new Target(-1, lun.name(), "", lun.name(), List.of())), number,
+          Optional.empty()));
+    }
+    out.sort(Comparator.comparing(VolumeInfo::id));
+    return out;
+  }
+
+  // ---- snapshots -----------------------------------------------------------------------------------
+
+  @Override
+  public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
+    VolumeId v = parse(sourceVolumeId);
+    SnapshotId want = QnapIds.snapshotFor(v, name);
+    List<Lun> luns = api.luns();
+    for (Lun l : luns) {
+      Optional<VolumeId> other = QnapIds.lun(l.name());
+      if (other.isEmpty() || !l.present()) {
+        continue;
+      }
+      for (Snap s : api.snapshots(l)) {
+        if (QnapIds.SNAP_NAME.matcher(s.name()).matches()
+            && s.name().substring(s.name().length() - 12).equals(want.hash())) {
+          if (!l.name().equals(v.lunName())) {
+            throw CsiException.alreadyExists("snapshot '" + name + "' exists for another volume, " + other.get().id());
+          }
+          return snapshotInfo(new SnapshotId(v, s.name(), want.hash()), l, s);
+        }
+      }
+    }
+    Lun lun = lunNamed(luns, v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
+        "source_volume_id " + sourceVolumeId + " does not exist"));
+    return snapshotInfo(want, lun, api.createSnapshot(lun, want.snapName()));
+  }
+
+  private static SnapshotInfo snapshotInfo(SnapshotId id, Lun lun, Snap s) {
+    return new SnapshotInfo(id.id(), id.snapName(), id.volume().id(), lun.capacityBytes(), s.createdAt(), s.ready());
+  }
+
+  @Override
+  public void deleteSnapshot(String snapshotId) {
+    Optional<SnapshotId> id = QnapIds.snapshot(snapshotId);
+    if (id.isEmpty()) {
+      return;
+    }
+    Optional<Lun> lun = lunNamed(api.luns(), id.get().volume().lunName()).filter(Lun::present);
+    if (lun.isEmpty()) {
+      return;
+    }
+    Optional<Snap> snap = api.snapshots(lun.get()).stream().filter(s -> s.name().equals(id.get().snapName())).findFirst();
+    snap.ifPresent(s -> api.deleteSnapshot(lun.get(), s));
+  }
+
+  @Override
+  public Optional<SnapshotInfo> findSnapshot(String snapshotId) {
+    return listSnapshots().stream().filter(s -> s.id().equals(snapshotId)).findFirst();
+  }
+
+  @Override
+  public List<SnapshotInfo> listSnapshots() {
+    List<SnapshotInfo> out = new ArrayList<>();
+    for (Lun l : api.luns()) {
+      Optional<VolumeId> v = QnapIds.lun(l.name());
+      if (v.isEmpty() || !l.present()) {
+        continue;
+      }
+      for (Snap s : api.snapshots(l)) {
+        java.util.regex.Matcher m = QnapIds.SNAP_NAME.matcher(s.name());
+        if (m.matches()) {
+          out.add(snapshotInfo(new SnapshotId(v.get(), s.name(), m.group(2)), l, s));
+        }
+      }
+    }
+    out.sort(Comparator.comparing(SnapshotInfo::id));
+    return out;
+  }
+
+  // ---- expand, capacity ----------------------------------------------------------------------------
+
+  @Override
+  public ExpandResult expandVolume(String volumeId, CapacityRange range, AccessType accessType) {
+    VolumeId v = parse(volumeId);
+    Lun lun = lunNamed(api.luns(), v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
+        "volume_id " + volumeId + " does not exist"));
+    boolean node = accessType != AccessType.BLOCK;
+    if (range.hasLimit() && lun.capacityBytes() > range.limitBytes()) {
+      throw CsiException.outOfRange("volume " + volumeId + " already has " + lun.capacityBytes()
+          + " bytes, above capacity_range.limit_bytes " + range.limitBytes() + "; volumes never shrink");
+    }
+    if (!range.hasRequired() || range.requiredBytes() <= lun.capacityBytes()) {
+      return new ExpandResult(lun.capacityBytes(), node);
+    }
+    if (range.requiredBytes() % GIB != 0) {
+      throw CsiException.invalid("capacity_range.required_bytes " + range.requiredBytes() + " is not a whole number"
+          + " of GiB (1073741824 bytes): QNAP LUNs are sized in whole GiB, and Caravan does not round silently");
+    }
+    return new ExpandResult(api.resizeLun(lun, range.requiredBytes() / GIB).capacityBytes(), node);
+  }
+
+  @Override
+  public CapacityReport capacity(Map<String, String> parameters) {
+    Pool p = api.pool(pool(parameters));
+    long max = thin(parameters) ? p.freeBytes() : p.maxThickBytes();
+    return new CapacityReport(p.freeBytes() / GIB * GIB, max / GIB * GIB, GIB);
+  }
+
+  // ---- publish: the fence --------------------------------------------------------------------------
+
+  @Override
+  public boolean publishes() {
+    return true;
+  }
+
+  @Override
+  public Map<String, String> publishVolume(String volumeId, String nodeId, Map<String, String> secrets) {
+    VolumeId v = parse(volumeId);
+    if (!QnapIds.isInitiator(nodeId)) {
+      throw CsiException.notFound("node_id '" + IdRules.printable(nodeId) + "' is not a node of the qnap backend:"
+          + " its node ids are the nodes' iSCSI initiator names (iqn.YYYY-MM.domain[:suffix], eui. or naa.)");
+    }
+    Lun lun = lunNamed(api.luns(), v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
+        "volume_id " + volumeId + " does not exist"));
+    Optional<Chap> chap = chap(secrets);
+    // An interrupted CreateVolume may have left the LUN without its target or mapping: finish that here.
+    expose(v, lun, Optional.empty());
+    Target target = targetNamed(api.targets(), v.lunName()).orElseThrow(() -> new CsiException(Kind.UNAVAILABLE,
+        "QNAP target '" + v.lunName() + "' is not listed right after it was made; retry"));
+    List<String> holders = api.acl(target);
+    List<String> others = holders.stream().filter(h -> !h.equals(nodeId)).toList();
+    if (!others.isEmpty()) {
+      throw CsiException.failedPrecondition("volume " + volumeId + " is published to node " + String.join(", ", others)
+          + " (its target's ACL admits that initiator); a volume is written by one node at a time. Unpublish it"
+          + " there first; for a node that is dead, `nomad volume detach` does that");
+    }
+    if (holders.isEmpty()) {
+      api.allow(target, nodeId, chap);
+      List<String> now = api.acl(target);
+      if (!now.equals(List.of(nodeId))) {
+        throw new CsiException(Kind.ABORTED, "after admitting " + nodeId + " the ACL of target " + target.name()
+            + " is " + now + "; retry");
+      }
+    }
+    return Map.of();
+  }
+
+  private Optional<Chap> chap(Map<String, String> secrets) {
+    if (config.chap().isEmpty()) {
+      return Optional.empty();
+    }
+    QnapConfig.ChapNames n = config.chap().get();
+    return Optional.of(new Chap(secret(secrets, n.user(), "qnap.chap-user-secret"),
+        secret(secrets, n.password(), "qnap.chap-password-secret"),
+        n.mutualUser().map(u -> secret(secrets, u, "qnap.mutual-chap-user-secret")),
+        n.mutualPassword().map(p -> secret(secrets, p, "qnap.mutual-chap-password-secret"))));
+  }
+
+  private static String secret(Map<String, String> secrets, String name, String setting) {
+    String value = secrets.get(name);
+    if (value == null || value.isEmpty()) {
+      throw CsiException.invalid("secrets lack '" + name + "', which " + setting + " names for the target's CHAP;"
+          + " add it to the volume's secrets");
+    }
+    return value;
+  }
+
+  @Override
+  public void unpublishVolume(String volumeId, Optional<String> nodeId) {
+    VolumeId v = parse(volumeId);
+    if (nodeId.isPresent() && !QnapIds.isInitiator(nodeId.get())) {
+      return; // not an initiator name: it can be in no ACL, so the volume is not published there
+    }
+    Optional<Target> target = targetNamed(api.targets(), v.lunName());
+    if (target.isEmpty()) {
+      return;
+    }
+    for (String holder : api.acl(target.get())) {
+      if (nodeId.isEmpty() || nodeId.get().equals(holder)) {
+        api.disallow(target.get(), holder);
+      }
+    }
+  }
+}

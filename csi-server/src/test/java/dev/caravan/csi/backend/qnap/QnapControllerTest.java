@@ -1,0 +1,512 @@
+package dev.caravan.csi.backend.qnap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.csi.Plugin;
+import dev.caravan.csi.cli.UnixChannel;
+import dev.caravan.csi.v1.CapacityRange;
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
+import dev.caravan.csi.v1.ControllerGetCapabilitiesRequest;
+import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerServiceCapability;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
+import dev.caravan.csi.v1.CreateSnapshotRequest;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteSnapshotRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.GetCapacityRequest;
+import dev.caravan.csi.v1.IdentityGrpc;
+import dev.caravan.csi.v1.ListSnapshotsRequest;
+import dev.caravan.csi.v1.ListSnapshotsResponse;
+import dev.caravan.csi.v1.ListVolumesRequest;
+import dev.caravan.csi.v1.ListVolumesResponse;
+import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.csi.v1.Snapshot;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.csi.v1.VolumeContentSource;
+import dev.caravan.csi.backend.qnap.QnapSimulator.Flavour;
+import io.grpc.Status.Code;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The qnap controller through a real gRPC client on a real unix socket, against the simulator: what
+ * exists is read from the simulator's state, never through the plugin alone.
+ */
+class QnapControllerTest {
+  private static final long GIB = 1L << 30;
+  static final String NODE_A = "iqn.1993-08.org.debian:01:node-a";
+  static final String NODE_B = "iqn.1993-08.org.debian:01:node-b";
+
+  private QnapSimulator sim;
+  private Path work;
+  private Plugin plugin;
+  private UnixChannel channel;
+  private ControllerGrpc.ControllerBlockingStub controller;
+  private NodeGrpc.NodeBlockingStub node;
+  private IdentityGrpc.IdentityBlockingStub identity;
+
+  private void start(String transport, Map<String, String> extra) throws IOException {
+    sim = QnapSimulator.start("rest".equals(transport) ? Flavour.HERO : Flavour.QTS);
+    work = Files.createTempDirectory("caravan-qnap-");
+    Path creds = work.resolve("qnap-credentials");
+    Files.writeString(creds, "user=" + QnapSimulator.USER + "\npassword=" + QnapSimulator.PASSWORD.replace("ü", "\\u00fc")
+        + "\n");
+    Map<String, String> options = new HashMap<>(Map.of("url", sim.url().toString(), "transport", transport,
+        "credentials-file", creds.toString(), "portals", "192.0.2.10, 192.0.2.11:3261", "ready-timeout-seconds", "10"));
+    options.putAll(extra);
+    Path socket = work.resolve("csi.sock");
+    plugin = Plugin.start(new Plugin.Settings("qnap", socket, NODE_A, work.resolve("data"), work.resolve("data/node"),
+        "caravan.csi.qnap", 0, options).withAllowedRoots(List.of(work)));
+    channel = new UnixChannel(socket);
+    controller = ControllerGrpc.newBlockingStub(channel.channel());
+    node = NodeGrpc.newBlockingStub(channel.channel());
+    identity = IdentityGrpc.newBlockingStub(channel.channel());
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    if (channel != null) {
+      channel.close();
+    }
+    if (plugin != null) {
+      plugin.shutdown(Duration.ofSeconds(2));
+      assertThat(sim.liveSessions()).as("the plugin logged out").isZero();
+    }
+    if (sim != null) {
+      assertThat(sim.violations()).isEmpty();
+      sim.close();
+    }
+    if (work != null) {
+      try (Stream<Path> s = Files.walk(work)) {
+        for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
+  }
+
+  static VolumeCapability mount(String fs) {
+    return VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.newBuilder().setFsType(fs))
+        .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)).build();
+  }
+
+  static VolumeCapability block() {
+    return VolumeCapability.newBuilder().setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
+        .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)).build();
+  }
+
+  static CapacityRange gib(long n) {
+    return CapacityRange.newBuilder().setRequiredBytes(n * GIB).build();
+  }
+
+  private CreateVolumeRequest.Builder create(String name, long gib) {
+    return CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(mount("ext4")).setCapacityRange(gib(gib));
+  }
+
+  private static StatusRuntimeException error(ThrowingCallable call) {
+    try {
+      call.call();
+    } catch (StatusRuntimeException e) {
+      return e;
+    } catch (Throwable t) {
+      throw new AssertionError("expected a gRPC error, got " + t, t);
+    }
+    throw new AssertionError("expected a gRPC error, got OK");
+  }
+
+  private ControllerPublishVolumeRequest publish(Volume v, String nodeId) {
+    return ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).setNodeId(nodeId)
+        .setVolumeCapability(mount("ext4")).putAllVolumeContext(v.getVolumeContextMap()).build();
+  }
+
+  private ControllerUnpublishVolumeRequest unpublish(Volume v, String nodeId) {
+    return ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).setNodeId(nodeId).build();
+  }
+
+  private List<String> published(Volume v) {
+    return controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())
+        .getStatus().getPublishedNodeIdsList();
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"cgi", "rest"})
+  void createIsIdempotentWholeGibAndDescribesTheTarget(String transport) throws IOException {
+    start(transport, Map.of());
+    assertThat(identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isTrue();
+    Volume v = controller.createVolume(create("db", 2).build()).getVolume();
+    assertThat(controller.createVolume(create("db", 2).build()).getVolume()).isEqualTo(v);
+    assertThat(v.getVolumeId()).startsWith("qnap/v1/cve-db-");
+    assertThat(v.getCapacityBytes()).isEqualTo(2 * GIB);
+    String lunName = v.getVolumeId().substring("qnap/v1/".length());
+    assertThat(sim.lunNames()).containsExactly(Map.entry(0, lunName));
+    assertThat(sim.targetNames()).as("one target per volume, named like its LUN").containsExactly(Map.entry(0, lunName));
+    assertThat(sim.lunBytes(lunName)).isEqualTo(2 * GIB);
+    assertThat(v.getVolumeContextMap())
+        .containsEntry("targetIqn", QnapSimulator.IQN_PREFIX + lunName + QnapSimulator.IQN_POSTFIX)
+        .containsEntry("lun", "0").containsEntry("portals", "192.0.2.10:3260,192.0.2.11:3261")
+        .containsEntry("fsType", "ext4").containsKey("naa");
+    assertThat(v.getAccessibleTopologyList()).as("the appliance is reachable from every node").isEmpty();
+    assertThat(controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())
+        .getVolume()).isEqualTo(v);
+
+    var odd = error(() -> controller.createVolume(create("odd", 0).setCapacityRange(
+        CapacityRange.newBuilder().setRequiredBytes(GIB + 1)).build()));
+    assertThat(odd.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(odd.getStatus().getDescription()).contains("required_bytes").contains("whole number of GiB");
+    var unknown = error(() -> controller.createVolume(create("p", 1).putParameters("compression", "lz4").build()));
+    assertThat(unknown.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(unknown.getStatus().getDescription()).contains("compression").contains("pool").contains("thin")
+        .contains("fsType");
+    assertThat(error(() -> controller.createVolume(create("db", 3).build())).getStatus().getCode())
+        .isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(error(() -> controller.createVolume(create("db", 2).clearVolumeCapabilities()
+        .addVolumeCapabilities(mount("xfs")).build())).getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(error(() -> controller.createVolume(create("db", 2).putParameters("thin", "false").build()))
+        .getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(error(() -> controller.createVolume(create("tiny", 0).setCapacityRange(
+        CapacityRange.newBuilder().setLimitBytes(GIB / 2)).build())).getStatus().getCode()).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(error(() -> controller.createVolume(create("huge", 0).setCapacityRange(gib(100))
+        .putParameters("thin", "false").putParameters("pool", "2").build())).getStatus().getCode())
+        .as("thick beyond the pool").isEqualTo(Code.RESOURCE_EXHAUSTED);
+    assertThat(sim.lunNames()).as("refusals create nothing").hasSize(1);
+
+    Volume thick = controller.createVolume(create("thick", 1).putParameters("thin", "false")
+        .clearVolumeCapabilities().addVolumeCapabilities(mount("xfs")).build()).getVolume();
+    assertThat(thick.getVolumeContextMap()).containsEntry("fsType", "xfs");
+    Volume dflt = controller.createVolume(create("dflt", 0).clearCapacityRange().build()).getVolume();
+    assertThat(dflt.getCapacityBytes()).isEqualTo(GIB);
+    assertThat(controller.getCapacity(GetCapacityRequest.getDefaultInstance()).getAvailableCapacity()).isPositive();
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"cgi", "rest"})
+  void publishIsTheFence(String transport) throws IOException {
+    start(transport, Map.of());
+    assertThat(controller.controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+        .getCapabilitiesList()).extracting(c -> c.getRpc().getType())
+        .contains(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
+    Volume v = controller.createVolume(create("fenced", 1).build()).getVolume();
+    String target = v.getVolumeId().substring("qnap/v1/".length());
+    assertThat(sim.acl(target)).as("nobody is admitted before a publish").isEmpty();
+
+    controller.controllerPublishVolume(publish(v, NODE_A));
+    controller.controllerPublishVolume(publish(v, NODE_A));
+    assertThat(sim.acl(target)).containsExactly(NODE_A);
+    assertThat(published(v)).containsExactly(NODE_A);
+    ListVolumesResponse listed = controller.listVolumes(ListVolumesRequest.getDefaultInstance());
+    assertThat(listed.getEntries(0).getStatus().getPublishedNodeIdsList()).containsExactly(NODE_A);
+
+    var second = error(() -> controller.controllerPublishVolume(publish(v, NODE_B)));
+    assertThat(second.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(second.getStatus().getDescription()).contains(NODE_A).contains("nomad volume detach");
+    assertThat(sim.acl(target)).as("the refused node is not admitted").containsExactly(NODE_A);
+    var busy = error(() -> controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build()));
+    assertThat(busy.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(busy.getStatus().getDescription()).contains(NODE_A);
+
+    // Node A dies. `nomad volume detach` makes Nomad call ControllerUnpublish for it: no node-side
+    // call can happen, and none is needed for the fence to move.
+    controller.controllerUnpublishVolume(unpublish(v, NODE_A));
+    controller.controllerUnpublishVolume(unpublish(v, NODE_A));
+    assertThat(sim.acl(target)).isEmpty();
+    controller.controllerPublishVolume(publish(v, NODE_B));
+    assertThat(sim.acl(target)).containsExactly(NODE_B);
+    assertThat(published(v)).containsExactly(NODE_B);
+
+    assertThat(error(() -> controller.controllerPublishVolume(publish(v, "node-b.example"))).getStatus().getCode())
+        .as("a node id that is no initiator names no node").isEqualTo(Code.NOT_FOUND);
+    assertThat(error(() -> controller.controllerPublishVolume(publish(v, NODE_B).toBuilder().setReadonly(true).build()))
+        .getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(error(() -> controller.controllerPublishVolume(publish(v, NODE_B).toBuilder().clearVolumeCapability()
+        .build())).getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(error(() -> controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+        .setVolumeId("qnap/v1/cve-gone-0123456789ab").setNodeId(NODE_A).setVolumeCapability(mount("ext4")).build()))
+        .getStatus().getCode()).isEqualTo(Code.NOT_FOUND);
+    controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
+        .setVolumeId("qnap/v1/cve-gone-0123456789ab").setNodeId(NODE_A).build());
+    controller.controllerUnpublishVolume(unpublish(v, "not-an-initiator"));
+    assertThat(sim.acl(target)).containsExactly(NODE_B);
+    controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(sim.acl(target)).as("no node id: withdrawn from every node").isEmpty();
+
+    controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(sim.lunNames()).isEmpty();
+    assertThat(sim.targetNames()).isEmpty();
+  }
+
+  /** Every log record the JVM writes while it is attached (System.Logger goes to java.util.logging). */
+  static final class Captured extends java.util.logging.Handler {
+    final List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    @Override
+    public void publish(java.util.logging.LogRecord r) {
+      lines.add(r.getLevel() + " " + new java.util.logging.SimpleFormatter().formatMessage(r)
+          + (r.getThrown() == null ? "" : " " + r.getThrown()));
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+  }
+
+  @Test
+  void publishSetsChapFromTheNamedSecretsAndRepairsAnInterruptedCreate() throws IOException {
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    Captured log = new Captured();
+    java.util.logging.Level before = root.getLevel();
+    root.setLevel(java.util.logging.Level.ALL);
+    root.addHandler(log);
+    try {
+      chapAndRepair();
+      plugin.shutdown(Duration.ofSeconds(2));
+      plugin = null;
+    } finally {
+      root.removeHandler(log);
+      root.setLevel(before);
+    }
+    assertThat(log.lines).as("something was logged").isNotEmpty();
+    assertThat(log.lines).noneMatch(l -> l.contains("s3cret-Chap-pw") || l.contains("an0ther-secret")
+        || l.contains(QnapSimulator.PASSWORD));
+  }
+
+  private void chapAndRepair() throws IOException {
+    start("cgi", Map.of("chap-user-secret", "chapUser", "chap-password-secret", "chapPassword"));
+    Volume v = controller.createVolume(create("chap", 1).build()).getVolume();
+    assertThat(v.getVolumeContextMap()).containsEntry("chapUserSecret", "chapUser")
+        .containsEntry("chapPasswordSecret", "chapPassword").doesNotContainValue("s3cret-Chap-pw");
+    String target = v.getVolumeId().substring("qnap/v1/".length());
+    var missing = error(() -> controller.controllerPublishVolume(publish(v, NODE_A)));
+    assertThat(missing.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(missing.getStatus().getDescription()).contains("chapUser");
+    assertThat(sim.acl(target)).isEmpty();
+    controller.controllerPublishVolume(publish(v, NODE_A).toBuilder()
+        .putSecrets("chapUser", "node-a").putSecrets("chapPassword", "s3cret-Chap-pw").build());
+    assertThat(sim.chapOf(target, NODE_A)).hasValueSatisfying(c -> {
+      assertThat(c.user()).isEqualTo("node-a");
+      assertThat(c.password()).isEqualTo("s3cret-Chap-pw");
+    });
+    controller.controllerUnpublishVolume(unpublish(v, NODE_A));
+
+    // A CreateVolume interrupted after the LUN: the target is missing; publish finishes the work.
+    Volume w = controller.createVolume(create("interrupted", 1).build()).getVolume();
+    String name = w.getVolumeId().substring("qnap/v1/".length());
+    // unmap and remove the target behind the plugin's back, as a crash before them would have left it
+    QnapApi raw = new CgiApi(new Session(new Http(sim.url(), sslDefault(), Duration.ofSeconds(5)),
+        new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD), Duration.ofMinutes(1), java.time.Clock.systemUTC()),
+        Duration.ofSeconds(5));
+    QnapApi.Target t = raw.targets().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();
+    raw.unmap(raw.luns().stream().filter(l -> l.name().equals(name)).findFirst().orElseThrow(), t);
+    raw.deleteTarget(t);
+    raw.close();
+    assertThat(controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(w.getVolumeId()).build())
+        .getStatus().getVolumeCondition().getAbnormal()).isTrue();
+    controller.controllerPublishVolume(publish(w, NODE_B).toBuilder()
+        .putSecrets("chapUser", "node-b").putSecrets("chapPassword", "an0ther-secret").build());
+    assertThat(sim.targetNames()).containsValue(name);
+    assertThat(sim.acl(name)).containsExactly(NODE_B);
+    assertThat(controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(w.getVolumeId()).build())
+        .getStatus().getVolumeCondition().getAbnormal()).isFalse();
+  }
+
+  private static javax.net.ssl.SSLContext sslDefault() {
+    try {
+      return javax.net.ssl.SSLContext.getDefault();
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"cgi", "rest"})
+  void snapshotsClonesExpandAndPages(String transport) throws IOException {
+    start(transport, Map.of());
+    Volume v = controller.createVolume(create("src", 1).build()).getVolume();
+    Snapshot s = controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
+        .setName("s1").build()).getSnapshot();
+    assertThat(controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
+        .setName("s1").build()).getSnapshot()).isEqualTo(s);
+    assertThat(s.getReadyToUse()).isTrue();
+    assertThat(s.getSourceVolumeId()).isEqualTo(v.getVolumeId());
+    assertThat(s.getSizeBytes()).isEqualTo(GIB);
+    var held = error(() -> controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build()));
+    assertThat(held.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(held.getStatus().getDescription()).contains(s.getSnapshotId());
+    Volume other = controller.createVolume(create("other", 1).build()).getVolume();
+    assertThat(error(() -> controller.createSnapshot(CreateSnapshotRequest.newBuilder()
+        .setSourceVolumeId(other.getVolumeId()).setName("s1").build())).getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+
+    Volume fromSnap = controller.createVolume(create("from-snap", 3).setVolumeContentSource(VolumeContentSource.newBuilder()
+        .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build()).getVolume();
+    assertThat(fromSnap.getCapacityBytes()).as("cloned, then grown").isEqualTo(3 * GIB);
+    assertThat(fromSnap.getContentSource().getSnapshot().getSnapshotId()).isEqualTo(s.getSnapshotId());
+    Volume fromVol = controller.createVolume(create("from-vol", 0).clearCapacityRange().setVolumeContentSource(
+        VolumeContentSource.newBuilder().setVolume(VolumeContentSource.VolumeSource.newBuilder()
+            .setVolumeId(v.getVolumeId()))).build()).getVolume();
+    assertThat(fromVol.getCapacityBytes()).isEqualTo(GIB);
+    assertThat(sim.snapshotNames()).as("the copy's own snapshot is gone again").hasSize(1);
+    assertThat(sim.lunBytes(fromSnap.getVolumeId().substring(8))).isEqualTo(3 * GIB);
+    assertThat(error(() -> controller.createVolume(create("small", 0).setCapacityRange(CapacityRange.newBuilder()
+        .setLimitBytes(GIB / 2)).setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build())).getStatus().getCode())
+        .isEqualTo(Code.OUT_OF_RANGE);
+
+    // expand: whole GiB, grow only
+    var grown = controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(gib(4)).setVolumeCapability(mount("ext4")).build());
+    assertThat(grown.getCapacityBytes()).isEqualTo(4 * GIB);
+    assertThat(grown.getNodeExpansionRequired()).isTrue();
+    assertThat(controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setCapacityRange(gib(2)).setVolumeCapability(block()).build()).getCapacityBytes()).isEqualTo(4 * GIB);
+    assertThat(error(() -> controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(5 * GIB + 4096))
+        .build())).getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(sim.lunBytes(v.getVolumeId().substring(8))).isEqualTo(4 * GIB);
+
+    // pages
+    List<String> seen = new ArrayList<>();
+    String token = "";
+    do {
+      ListVolumesResponse r = controller.listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(2).setStartingToken(token)
+          .build());
+      r.getEntriesList().forEach(e -> seen.add(e.getVolume().getVolumeId()));
+      token = r.getNextToken();
+    } while (!token.isEmpty());
+    assertThat(seen).containsExactlyInAnyOrder(v.getVolumeId(), other.getVolumeId(), fromSnap.getVolumeId(),
+        fromVol.getVolumeId()).isSorted();
+    controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(other.getVolumeId()).setName("s2").build());
+    ListSnapshotsResponse p1 = controller.listSnapshots(ListSnapshotsRequest.newBuilder().setMaxEntries(1).build());
+    ListSnapshotsResponse p2 = controller.listSnapshots(ListSnapshotsRequest.newBuilder().setMaxEntries(1)
+        .setStartingToken(p1.getNextToken()).build());
+    assertThat(p2.getNextToken()).isEmpty();
+    assertThat(List.of(p1.getEntries(0).getSnapshot().getSnapshotId(), p2.getEntries(0).getSnapshot().getSnapshotId()))
+        .doesNotHaveDuplicates().contains(s.getSnapshotId());
+    assertThat(controller.listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).build())
+        .getEntriesList()).extracting(e -> e.getSnapshot().getSnapshotId()).containsExactly(s.getSnapshotId());
+
+    controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
+    controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
+    controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(sim.lunNames()).hasSize(3).doesNotContainValue(v.getVolumeId().substring(8));
+  }
+
+  @Test
+  void twoNodesPublishingAtOnceNeverBothGetIn() throws Exception {
+    start("cgi", Map.of());
+    Volume v = controller.createVolume(create("race", 1).build()).getVolume();
+    String target = v.getVolumeId().substring(8);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      for (int round = 0; round < 8; round++) {
+        java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(2);
+        List<java.util.concurrent.Future<Code>> outcomes = new ArrayList<>();
+        for (String n : List.of(NODE_A, NODE_B)) {
+          outcomes.add(pool.submit(() -> {
+            go.await();
+            try {
+              controller.controllerPublishVolume(publish(v, n));
+              return Code.OK;
+            } catch (StatusRuntimeException e) {
+              return e.getStatus().getCode();
+            }
+          }));
+        }
+        List<Code> codes = new ArrayList<>();
+        for (var o : outcomes) {
+          codes.add(o.get());
+        }
+        assertThat(codes).as("round " + round).containsOnlyOnce(Code.OK);
+        assertThat(codes).as("round " + round).containsAnyOf(Code.FAILED_PRECONDITION, Code.ABORTED);
+        assertThat(sim.acl(target)).hasSize(1);
+        controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .build());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void anInterruptedCreateIsFinishedByItsRetry() throws IOException {
+    start("cgi", Map.of());
+    sim.inject("add_target", -1, 1);
+    var failed = error(() -> controller.createVolume(create("retry", 1).build()));
+    assertThat(failed.getStatus().getCode()).isEqualTo(Code.INTERNAL);
+    assertThat(failed.getStatus().getDescription()).contains("add_target").contains("result -1");
+    assertThat(sim.lunNames()).as("the LUN was made before the target failed").hasSize(1);
+    Volume v = controller.createVolume(create("retry", 1).build()).getVolume();
+    assertThat(sim.lunNames()).as("the retry reuses it").hasSize(1);
+    assertThat(sim.targetNames()).containsValue(v.getVolumeId().substring(8));
+    assertThat(v.getVolumeContextMap()).containsEntry("lun", "0");
+  }
+
+  @Test
+  void heroH6RefusingCgiWritesIsReportedInTheAppliancesWords() throws IOException {
+    start("rest", Map.of());
+    sim.cgiWritesRefused = true;
+    Volume v = controller.createVolume(create("h6", 1).build()).getVolume();
+    assertThat(sim.lunNames()).hasSize(1);
+    var e = error(() -> controller.controllerPublishVolume(publish(v, NODE_A)));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INTERNAL);
+    assertThat(e.getStatus().getDescription()).contains("add_init").contains("result -1");
+    assertThat(sim.acl(v.getVolumeId().substring(8))).isEmpty();
+  }
+
+  @Test
+  void theNodeSideSaysItIsNotBuiltYet() throws IOException {
+    start("cgi", Map.of());
+    Volume v = controller.createVolume(create("n", 1).build()).getVolume();
+    Path staging = Files.createDirectories(work.resolve("client/csi/staging"));
+    var e = error(() -> node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
+        .putAllVolumeContext(v.getVolumeContextMap()).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.UNIMPLEMENTED);
+    assertThat(e.getStatus().getDescription()).contains("not built yet");
+    assertThat(sim.acl(v.getVolumeId().substring(8))).as("nothing changed on the appliance").isEmpty();
+  }
+
+  @Test
+  void badSettingsStopTheStartNamingTheKey() {
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "http://192.0.2.1", "portals", "192.0.2.1")))
+        .hasMessageContaining("plain http").hasMessageContaining("https");
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "https://nas", "portals", "nas", "password", "x")))
+        .hasMessageContaining("qnap.password").hasMessageContaining("qnap.credentials-file");
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "https://nas")))
+        .hasMessageContaining("qnap.portals");
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "https://nas", "portals", "nas", "chap-user-secret", "u")))
+        .hasMessageContaining("together");
+    assertThatThrownBy(() -> Credentials.load(java.util.Optional.empty(), Map.of(Credentials.ENV_USER, "admin")))
+        .hasMessageContaining(Credentials.ENV_PASSWORD);
+    Credentials c = Credentials.load(java.util.Optional.empty(), Map.of(Credentials.ENV_USER, "admin",
+        Credentials.ENV_PASSWORD, "hunter2-secret"));
+    assertThat(c.password()).isEqualTo("hunter2-secret");
+    assertThat(c.toString()).doesNotContain("hunter2-secret");
+    QnapConfig ok = QnapConfig.parse(Map.of("url", "https://nas.example:8443", "portals", "10.0.0.1,[fd00::1]:3261"));
+    assertThat(ok.portals()).containsExactly("10.0.0.1:3260", "[fd00::1]:3261");
+    assertThat(ok.transport()).isEqualTo(QnapConfig.Transport.AUTO);
+  }
+}

@@ -1,0 +1,110 @@
+package dev.caravan.csi.backend.qnap;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.observe.http.Pem;
+import java.math.BigInteger;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyPair;
+import java.security.KeyPairGenerator;
+import java.security.PrivateKey;
+import java.security.cert.X509Certificate;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Base64;
+import java.util.Date;
+import java.util.Map;
+import java.util.Optional;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x509.BasicConstraints;
+import org.bouncycastle.asn1.x509.Extension;
+import org.bouncycastle.asn1.x509.GeneralName;
+import org.bouncycastle.asn1.x509.GeneralNames;
+import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
+import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** TLS to the appliance: its CA from qnap.ca-file, the JVM's CAs by default, and the loud opt-out. */
+class QnapTlsTest {
+  @TempDir Path dir;
+
+  @Test
+  void theAppliancesCertificateMustChainToTheConfiguredCa() throws Exception {
+    KeyPair caKey = keyPair();
+    X509Certificate ca = cert("CN=qnap test ca", caKey, "CN=qnap test ca", caKey.getPrivate(), true);
+    KeyPair nasKey = keyPair();
+    X509Certificate nas = cert("CN=qnap test ca", nasKey, "CN=nas", caKey.getPrivate(), false);
+    Path caPem = pem(dir.resolve("ca.pem"), ca);
+    Path nasPem = pem(dir.resolve("nas.pem"), nas);
+    Path nasKeyPem = Files.writeString(dir.resolve("nas.key"), "-----BEGIN PRIVATE KEY-----\n"
+        + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(nasKey.getPrivate().getEncoded())
+        + "\n-----END PRIVATE KEY-----\n");
+    try (QnapSimulator sim = new QnapSimulator(QnapSimulator.Flavour.QTS,
+        Optional.of(Pem.context(Optional.of(nasPem), Optional.of(nasKeyPem), Optional.empty())))) {
+      String url = sim.url().toString();
+      assertThat(url).startsWith("https://");
+      assertThat(api(Map.of("url", url, "ca-file", caPem.toString())).luns()).isEmpty();
+      java.util.logging.Logger http = java.util.logging.Logger.getLogger(Http.class.getName());
+      QnapControllerTest.Captured log = new QnapControllerTest.Captured();
+      http.addHandler(log);
+      try {
+        assertThat(api(Map.of("url", url, "insecure-skip-tls-verify", "true")).luns()).isEmpty();
+      } finally {
+        http.removeHandler(log);
+      }
+      assertThat(log.lines).anySatisfy(l -> assertThat(l).startsWith("WARNING").contains("certificate checks")
+          .contains("OFF"));
+      QnapApi untrusted = api(Map.of("url", url));
+      assertThatThrownBy(untrusted::luns).isInstanceOf(CsiException.class)
+          .satisfies(e -> assertThat(((CsiException) e).kind()).isEqualTo(CsiException.Kind.UNAVAILABLE))
+          .hasMessageContaining("did not answer");
+      assertThat(sim.logins()).as("no password went to an unverified appliance").isEqualTo(2);
+    }
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "https://nas", "portals", "nas", "ca-file", caPem.toString(),
+        "insecure-skip-tls-verify", "true"))).hasMessageContaining("contradict");
+  }
+
+  private static QnapApi api(Map<String, String> settings) {
+    Map<String, String> options = new java.util.HashMap<>(settings);
+    options.put("portals", "192.0.2.10");
+    QnapConfig config = QnapConfig.parse(options);
+    Session s = new Session(Http.open(config), new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD),
+        Duration.ofMinutes(1), Clock.systemUTC());
+    return new CgiApi(s, Duration.ofSeconds(5));
+  }
+
+  private static KeyPair keyPair() throws Exception {
+    KeyPairGenerator g = KeyPairGenerator.getInstance("EC");
+    g.initialize(256);
+    return g.generateKeyPair();
+  }
+
+  private static X509Certificate cert(String issuer, KeyPair subjectKey, String subject, PrivateKey signer, boolean ca)
+      throws Exception {
+    Instant now = Instant.now();
+    JcaX509v3CertificateBuilder b = new JcaX509v3CertificateBuilder(new X500Name(issuer),
+        BigInteger.valueOf(now.toEpochMilli() + subject.hashCode()), Date.from(now.minus(1, ChronoUnit.HOURS)),
+        Date.from(now.plus(1, ChronoUnit.DAYS)), new X500Name(subject), subjectKey.getPublic());
+    b.addExtension(Extension.basicConstraints, true, new BasicConstraints(ca));
+    if (!ca) {
+      b.addExtension(Extension.subjectAlternativeName, false,
+          new GeneralNames(new GeneralName(GeneralName.iPAddress, "127.0.0.1")));
+    }
+    return new JcaX509CertificateConverter().getCertificate(
+        b.build(new JcaContentSignerBuilder("SHA256withECDSA").build(signer)));
+  }
+
+  private static Path pem(Path file, X509Certificate cert) throws Exception {
+    return Files.writeString(file, "-----BEGIN CERTIFICATE-----\n"
+        + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(cert.getEncoded())
+        + "\n-----END CERTIFICATE-----\n");
+  }
+}
