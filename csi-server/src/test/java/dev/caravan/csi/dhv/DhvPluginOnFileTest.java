@@ -320,7 +320,16 @@ class DhvPluginOnFileTest {
     Path pathB = nodeB.volumesDir().resolve(v.id());
     assertThat(onB.json()).containsEntry("path", pathB.toString());
     assertThat(Files.readString(pathB.resolve("data.txt"))).isEqualTo("written on A");
+    rebootBehindThePluginsBack(pathB);
     ok(run("caravan-file-deferred", "publish", DhvEnv.publish(nodeB, v, uuid(), "single-node-writer", false)));
+    assertThat(Files.readString(pathB.resolve("data.txt"))).as("the agent-start publish restores it").isEqualTo("written on A");
+    Outcome otherSetting = run("caravan-file-deferred", "publish", DhvEnv.publish(nodeB, v, uuid(), "single-node-reader-only", true));
+    assertThat(otherSetting.exitStatus()).as(otherSetting.toString()).isEqualTo(DhvException.INVALID);
+    Map<String, String> block = DhvEnv.publish(nodeB, v, uuid(), "single-node-writer", false);
+    block.put("DHV_ATTACHMENT_MODE", "block-device");
+    Outcome blockRefused = run("caravan-file-deferred", "publish", block);
+    assertThat(blockRefused.exitStatus()).as(blockRefused.toString()).isEqualTo(DhvException.INVALID);
+    assertThat((String) blockRefused.json().get("error")).contains("DHV_ATTACHMENT_MODE");
 
     Outcome refused = run("caravan-file-deferred", "publish", DhvEnv.publish(nodeA, v, uuid(), "single-node-writer", false));
     assertThat(refused.exitStatus()).as(refused.toString()).isEqualTo(DhvException.HELD_ELSEWHERE);
@@ -331,12 +340,17 @@ class DhvPluginOnFileTest {
     assertThat(deleteWhileHeld.exitStatus()).as(deleteWhileHeld.toString()).isEqualTo(DhvException.FAILED);
     assertThat(Files.readString(pathB.resolve("data.txt"))).isEqualTo("written on A");
 
-    Outcome grown = ok(run("caravan-file-deferred", "create", DhvEnv.create(nodeA, v.withMin(48 * MIB))));
+    long before = Filesystems.stats(pathB).totalBytes();
+    Outcome grown = ok(run("caravan-file-deferred", "create", DhvEnv.create(nodeB, v.withMin(48 * MIB))));
     assertThat(grown.json()).containsEntry("bytes", 48 * MIB);
+    assertThat(Filesystems.stats(pathB).totalBytes()).as("grown at once where published").isGreaterThan(before * 2);
+    assertThat(Files.readString(pathB.resolve("data.txt"))).isEqualTo("written on A");
+    Outcome grownElsewhere = ok(run("caravan-file-deferred", "create", DhvEnv.create(nodeA, v.withMin(64 * MIB))));
+    assertThat(grownElsewhere.json()).containsEntry("bytes", 64 * MIB);
     ok(run("caravan-file-deferred", "unpublish", DhvEnv.unpublish(nodeB, v, uuid())));
     ok(run("caravan-file-deferred", "unpublish", DhvEnv.unpublish(nodeB, v, uuid())));
     ok(run("caravan-file-deferred", "publish", DhvEnv.publish(nodeA, v, uuid(), "single-node-writer", false)));
-    assertThat(Filesystems.stats(pathA).totalBytes()).as("grown at the next publish").isGreaterThan(32 * MIB);
+    assertThat(Filesystems.stats(pathA).totalBytes()).as("grown at the next publish").isGreaterThan(56 * MIB);
     ok(run("caravan-file-deferred", "unpublish", DhvEnv.unpublish(nodeA, v, uuid())));
     ok(run("caravan-file-deferred", "publish", DhvEnv.publish(nodeA, v, uuid(), "single-node-reader-only", true)));
     assertThat(Files.readString(pathA.resolve("data.txt"))).isEqualTo("written on A");
