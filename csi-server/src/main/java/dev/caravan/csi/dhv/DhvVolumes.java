@@ -85,16 +85,22 @@ final class DhvVolumes implements AutoCloseable {
   Map<String, Object> create() {
     DhvParameters params = DhvParameters.parse(req.parameters(), knownParameters());
     Optional<DhvRecord> before = store.read(req.volumeId());
-    DhvRecord rec = before.map(r -> r.withRequest(req)).orElseGet(() -> DhvRecord.of(req));
-    store.write(rec); // the intent, and the latest request: what a delete needs to finish the job
+    DhvRecord fresh = DhvRecord.of(req);
+    if (before.isEmpty()) {
+      store.write(fresh); // the intent: what a delete needs to find and finish a cut-short create
+    }
+    // An update's request is recorded only once the backend has accepted it.
+    DhvRecord rec = before.map(r -> r.withRequest(req)).orElse(fresh);
     VolumeInfo info = provision(rec, params);
-    if (rec.backendVolumeId().isEmpty()) {
-      rec = rec.withBackendVolumeId(info.id());
-      store.write(rec);
-    } else if (!rec.backendVolumeId().get().equals(info.id())) {
+    if (rec.backendVolumeId().isPresent() && !rec.backendVolumeId().get().equals(info.id())) {
       throw DhvException.failed("volume " + req.volumeId() + " is recorded as backend volume "
           + rec.backendVolumeId().get() + " but the backend answered " + info.id() + "; not touching either");
     }
+    DhvRecord done = rec.withBackendVolumeId(info.id());
+    if (before.isEmpty() || !done.equals(before.get())) {
+      store.write(done);
+    }
+    rec = done;
     Map<String, Object> out = new LinkedHashMap<>();
     if (mode == Mode.IMMEDIATE) {
       mount(info, AccessMode.SINGLE_NODE_WRITER, false, params);

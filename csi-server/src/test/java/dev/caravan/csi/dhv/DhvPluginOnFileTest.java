@@ -260,6 +260,23 @@ class DhvPluginOnFileTest {
   }
 
   @Test
+  void aDeleteAfterACreateKilledAnywhereLeavesNothing() throws IOException {
+    requireLoopAndExt4();
+    for (long ms : List.of(700L, 1100L, 1500L)) {
+      Volume v = volume("cut-" + ms, 16 * MIB);
+      Path path = nodeA.volumesDir().resolve(v.id());
+      NomadDhvRunner.run(exe("caravan-file"), "create", DhvEnv.create(nodeA, v), Duration.ofMillis(ms));
+      ok(NomadDhvRunner.run(exe("caravan-file"), "delete", DhvEnv.delete(nodeA, v, path.toString()),
+          NomadDhvRunner.OP_DEADLINE));
+      assertThat(MountTable.isMountPoint(path)).as("after a kill at %d ms", ms).isFalse();
+      assertThat(path).as("after a kill at %d ms", ms).doesNotExist();
+      assertThat(images()).as("after a kill at %d ms", ms).isEmpty();
+      assertThat(loopsUnderWork()).as("after a kill at %d ms", ms).isEmpty();
+      assertThat(dataDir.resolve("dhv/volumes").resolve(v.id() + ".properties")).doesNotExist();
+    }
+  }
+
+  @Test
   void parametersAreCheckedAndTheRootGetsModeAndOwner() throws IOException {
     requireLoopAndExt4();
     Volume bad = volume("bad", 16 * MIB).withParameters("{\"compression\":\"lz4\"}");
