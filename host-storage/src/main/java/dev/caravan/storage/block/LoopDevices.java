@@ -210,12 +210,21 @@ public final class LoopDevices {
   }
 
   private static Optional<String> read(Path attribute) {
-    try {
-      return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip());
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new StorageException("cannot read " + attribute, e);
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip());
+      } catch (NoSuchFileException e) {
+        return Optional.empty();
+      } catch (IOException e) {
+        // ENODEV: the device was detached, by any process, between our open and our read, which
+        // removes its loop/ attributes. Gone now: not bound. Back again: bound anew, read it again.
+        if (!Files.exists(attribute)) {
+          return Optional.empty();
+        }
+        if (attempt == 3) {
+          throw new StorageException("cannot read " + attribute, e);
+        }
+      }
     }
   }
 
