@@ -89,8 +89,19 @@ final class DhvVolumes implements AutoCloseable {
     if (before.isEmpty()) {
       store.write(fresh); // the intent: what a delete needs to find and finish a cut-short create
     }
+    try {
+      return createRecorded(before, before.map(r -> r.withRequest(req)).orElse(fresh), params);
+    } catch (RuntimeException e) {
+      if (before.isEmpty()) {
+        undoInitialCreate(e);
+      }
+      throw e;
+    }
+  }
+
+  private Map<String, Object> createRecorded(Optional<DhvRecord> before, DhvRecord asked, DhvParameters params) {
     // An update's request is recorded only once the backend has accepted it.
-    DhvRecord rec = before.map(r -> r.withRequest(req)).orElse(fresh);
+    DhvRecord rec = asked;
     VolumeInfo info = provision(rec, params);
     if (rec.backendVolumeId().isPresent() && !rec.backendVolumeId().get().equals(info.id())) {
       throw DhvException.failed("volume " + req.volumeId() + " is recorded as backend volume "
@@ -110,6 +121,36 @@ final class DhvVolumes implements AutoCloseable {
     }
     out.put("bytes", info.capacityBytes());
     return out;
+  }
+
+  /**
+   * Nomad neither calls delete after a failed create nor ever names this volume id again (a new
+   * {@code nomad volume create} gets a new id), so a first create that fails removes what it made:
+   * storage no allocation has seen, holding nothing but a fresh filesystem. A create cut short by
+   * SIGKILL cannot do this; its leftovers are found by the record and removed by a delete of the id.
+   */
+  private void undoInitialCreate(RuntimeException cause) {
+    try {
+      Optional<DhvRecord> rec = store.read(req.volumeId());
+      // Not yet recorded: the backend's create itself failed, or the record write after it did.
+      String name = rec.map(DhvRecord::backendName).orElse("dhv-" + req.volumeId());
+      Optional<String> backendId = rec.flatMap(DhvRecord::backendVolumeId)
+          .or(() -> controller.listVolumes().stream().filter(v -> v.name().equals(name)).map(VolumeInfo::id)
+              .findFirst());
+      if (backendId.isPresent()) {
+        engine.unstage(backendId.get(), canonicalMountPath());
+        controller.deleteVolume(backendId.get());
+      }
+      removeMountDirectory();
+      store.removeJournalDir(req.nodeId(), req.volumeId());
+      store.remove(req.volumeId());
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": the first create failed; removed what it"
+          + " had made");
+    } catch (RuntimeException undo) {
+      cause.addSuppressed(undo);
+      LOG.log(System.Logger.Level.WARNING, "volume " + req.volumeId() + ": could not remove what the failed create"
+          + " made (a delete of this volume id finishes it): " + undo.getMessage());
+    }
   }
 
   /**

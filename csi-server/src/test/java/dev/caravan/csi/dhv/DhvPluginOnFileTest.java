@@ -277,6 +277,25 @@ class DhvPluginOnFileTest {
   }
 
   @Test
+  void aFirstCreateThatFailsRemovesWhatItMade() throws IOException {
+    requireLoopAndExt4();
+    Volume v = volume("blocked", 16 * MIB);
+    Path path = nodeA.volumesDir().resolve(v.id());
+    Path elsewhere = Files.createDirectories(work.resolve("elsewhere"));
+    Files.createDirectories(nodeA.volumesDir());
+    Files.createSymbolicLink(path, elsewhere);
+    Outcome failed = NomadDhvRunner.run(exe("caravan-file"), "create", DhvEnv.create(nodeA, v),
+        NomadDhvRunner.OP_DEADLINE);
+    assertThat(failed.exitStatus()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat((String) failed.json().get("error")).contains("is a symbolic link");
+    assertThat(images()).as("Nomad never deletes a failed create: the plugin must").isEmpty();
+    assertThat(loopsUnderWork()).isEmpty();
+    assertThat(dataDir.resolve("dhv/volumes").resolve(v.id() + ".properties")).doesNotExist();
+    assertThat(Files.isSymbolicLink(path)).as("not the plugin's to remove").isTrue();
+    assertThat(MountTable.isMountPoint(elsewhere)).isFalse();
+  }
+
+  @Test
   void parametersAreCheckedAndTheRootGetsModeAndOwner() throws IOException {
     requireLoopAndExt4();
     Volume bad = volume("bad", 16 * MIB).withParameters("{\"compression\":\"lz4\"}");
