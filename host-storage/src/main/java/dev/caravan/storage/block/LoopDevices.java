@@ -209,19 +209,23 @@ public final class LoopDevices {
     return read(SYS_BLOCK.resolve("loop" + number).resolve(BACKING_FILE));
   }
 
-  // A detach elsewhere removes the attribute while we read it: kernfs then answers ENODEV, or the
-  // kernel shows an empty name for a device whose file is already gone. Either way it is not bound.
-  // An error while the attribute still exists is real and reported.
+  // An empty name is a device whose file is already gone as we look: not bound either.
   private static Optional<String> read(Path attribute) {
-    try {
-      return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip()).filter(s -> !s.isEmpty());
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      if (!Files.exists(attribute)) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return Optional.of(Files.readString(attribute, StandardCharsets.UTF_8).strip()).filter(b -> !b.isEmpty());
+      } catch (NoSuchFileException e) {
         return Optional.empty();
+      } catch (IOException e) {
+        // ENODEV: the device was detached, by any process, between our open and our read, which
+        // removes its loop/ attributes. Gone now: not bound. Back again: bound anew, read it again.
+        if (!Files.exists(attribute)) {
+          return Optional.empty();
+        }
+        if (attempt == 3) {
+          throw new StorageException("cannot read " + attribute, e);
+        }
       }
-      throw new StorageException("cannot read " + attribute, e);
     }
   }
 

@@ -82,6 +82,36 @@ class LoopDevicesTest {
     }
   }
 
+  /**
+   * Listing reads every loop device's sysfs attributes while other processes (other plugins, other
+   * test runs on the host) attach and detach theirs: a device detached mid-read is simply not bound.
+   */
+  @Test
+  void listingWhileDevicesDetachNeverFails() throws Exception {
+    Path image = scratch.image("churn.img", 4 * MIB);
+    long until = System.nanoTime() + 3_000_000_000L;
+    try (ExecutorService pool = Executors.newFixedThreadPool(2)) {
+      Future<Integer> churn = pool.submit(() -> {
+        int cycles = 0;
+        while (System.nanoTime() < until) {
+          LoopDevices.detach(LoopDevices.attach(image, false));
+          cycles++;
+        }
+        return cycles;
+      });
+      Future<Integer> lists = pool.submit(() -> {
+        int n = 0;
+        while (System.nanoTime() < until) {
+          LoopDevices.list();
+          n++;
+        }
+        return n;
+      });
+      assertThat(churn.get()).isPositive();
+      assertThat(lists.get()).isPositive();
+    }
+  }
+
   @Test
   void threadsAttachingOneFileShareItsDevice() throws Exception {
     Path image = scratch.image("disk.img", 4 * MIB);

@@ -1,0 +1,72 @@
+package dev.caravan.csi.cli;
+
+import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.dhv.DhvInstaller;
+import java.io.File;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code caravan dhv}: Caravan as a Nomad Dynamic Host Volume plugin. */
+@Command(name = "dhv", description = "Nomad Dynamic Host Volume plugins (Nomad 1.10+).",
+    subcommands = {DhvCommand.Install.class})
+final class DhvCommand implements Runnable {
+  @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+
+  /** {@code caravan dhv install}. */
+  @Command(name = "install", description = {
+      "Writes the plugin executables caravan-<driver> (immediate mode) and caravan-<driver>-deferred",
+      "(deferred binding, docs/dhv-deferred-binding.md) into Nomad's host_volume_plugin_dir.",
+      "Run it again after moving or upgrading Caravan or the JDK: the executables name both by path."})
+  static final class Install implements Callable<Integer> {
+    @Option(names = "--plugin-dir", required = true, description = "Nomad's host_volume_plugin_dir.")
+    Path pluginDir;
+
+    @Option(names = "--driver", description = "Backend: file or local (default: file).")
+    String driver = "file";
+
+    @Option(names = "--data-dir", description = "Where volumes and records live (default: /var/lib/caravan/dhv/<driver>).")
+    Path dataDir;
+
+    @Option(names = "--option", paramLabel = "KEY=VALUE", description = "A backend option, repeatable.")
+    Map<String, String> options = new LinkedHashMap<>();
+
+    @Option(names = "--java", description = "The java launcher the plugins run (default: this one).")
+    Path java;
+
+    @Option(names = "--class-path", description = "Where Caravan is (default: this process's class path).")
+    String classPath;
+
+    @Override
+    public Integer call() {
+      if (!Backends.DRIVERS.contains(driver)) {
+        System.err.println("caravan dhv install: --driver must be one of " + Backends.DRIVERS);
+        return 2;
+      }
+      Path launcher = java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java");
+      Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/dhv", driver);
+      String cp = classPath != null ? classPath : absolute(System.getProperty("java.class.path"));
+      DhvInstaller installer = new DhvInstaller(launcher.toAbsolutePath(), cp, data.toAbsolutePath(), options);
+      List<Path> written = installer.install(pluginDir.toAbsolutePath(), driver);
+      written.forEach(p -> System.out.println("wrote " + p));
+      return 0;
+    }
+
+    private static String absolute(String classPath) {
+      return Arrays.stream(classPath.split(File.pathSeparator))
+          .map(e -> Path.of(e).toAbsolutePath().toString())
+          .collect(Collectors.joining(File.pathSeparator));
+    }
+  }
+}

@@ -1,0 +1,102 @@
+package dev.caravan.csi.dhv;
+
+import dev.caravan.storage.file.AtomicFiles;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Writes the plugin executables into Nomad's {@code host_volume_plugin_dir}: one small {@code /bin/sh}
+ * wrapper per driver and mode, a regular file inside the directory (Nomad 2.0.1+ refuses a symlink
+ * that leaves it). Nomad runs it with an empty environment, gives {@code fingerprint} one second and
+ * SIGKILLs only its direct child, so the wrapper answers {@code fingerprint} itself, sets {@code PATH}
+ * for the few tools (mkfs, resize2fs), and {@code exec}s the JVM by absolute path, making the JVM that
+ * child.
+ *
+ * @param java absolute path of the {@code java} launcher
+ * @param classPath the class path holding Caravan (its jar)
+ * @param dataDir where the backend and the DHV records live
+ * @param options backend options passed on as {@code --option key=value}
+ */
+public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options) {
+  /** The JVM options of a one-call process: starts fast, writes nothing to standard output. */
+  static final List<String> JVM_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
+      "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:MaxRAM=256m", "-Xlog:disable", "-Xlog:all=warning:stderr");
+
+  public DhvInstaller {
+    options = Map.copyOf(new TreeMap<>(options));
+    if (!java.isAbsolute() || !dataDir.isAbsolute()) {
+      throw new IllegalArgumentException("the java launcher and the data directory must be absolute paths");
+    }
+  }
+
+  /** The plugin id (file name) of {@code driver} in {@code mode}: {@code caravan-file}, {@code caravan-file-deferred}. */
+  public static String pluginId(String driver, Mode mode) {
+    return "caravan-" + driver + (mode == Mode.DEFERRED ? "-deferred" : "");
+  }
+
+  /** Writes both modes' executables for {@code driver} into {@code pluginDir}; returns their paths. */
+  public List<Path> install(Path pluginDir, String driver) {
+    try {
+      Files.createDirectories(pluginDir);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create " + pluginDir, e);
+    }
+    List<Path> written = new ArrayList<>();
+    for (Mode mode : Mode.values()) {
+      Path file = pluginDir.resolve(pluginId(driver, mode));
+      if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+        throw new IllegalStateException(file + " is a directory; not replacing it");
+      }
+      // Written beside and renamed over: a symlink there is replaced, never followed.
+      AtomicFiles.write(file, script(driver, mode).getBytes(StandardCharsets.UTF_8));
+      try {
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot make " + file + " executable", e);
+      }
+      written.add(file);
+    }
+    return written;
+  }
+
+  String script(String driver, Mode mode) {
+    List<String> command = new ArrayList<>();
+    command.add(java.toString());
+    command.addAll(JVM_OPTIONS);
+    command.addAll(List.of("-cp", classPath, DhvMain.class.getName(), "--driver", driver, "--mode", mode.id(),
+        "--data-dir", dataDir.toString()));
+    options.forEach((k, v) -> command.addAll(List.of("--option", k + "=" + v)));
+    StringBuilder exec = new StringBuilder("exec");
+    for (String arg : command) {
+      exec.append(' ').append(quote(arg));
+    }
+    return "#!/bin/sh\n"
+        + "# Caravan Dynamic Host Volume plugin " + pluginId(driver, mode) + " (driver " + driver + ", " + mode.id()
+        + " mode).\n"
+        + "# Written by `caravan dhv install`; run it again to update. Nomad runs this with an empty\n"
+        + "# environment: fingerprint is answered here, without a JVM, within Nomad's 1 s; every other\n"
+        + "# operation execs the JVM so that it is the process Nomad waits for and kills.\n"
+        + "if [ \"$1\" = fingerprint ]; then\n"
+        + "  printf '%s\\n' " + quote(DhvMain.fingerprint(mode)) + "\n"
+        + "  exit 0\n"
+        + "fi\n"
+        + "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+        + "LC_ALL=C.UTF-8\n"
+        + "export PATH LC_ALL\n"
+        + exec + " \"$@\"\n";
+  }
+
+  /** One argument for sh, in single quotes (a quote inside becomes '\''). */
+  static String quote(String s) {
+    return "'" + s.replace("'", "'\\''") + "'";
+  }
+}

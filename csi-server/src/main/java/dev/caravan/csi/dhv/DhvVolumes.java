@@ -1,0 +1,409 @@
+package dev.caravan.csi.dhv;
+
+import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.VolumeInfo;
+import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.node.AccessMode;
+import dev.caravan.csi.node.AllowedRoots;
+import dev.caravan.csi.node.NodeEngine;
+import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.node.StagedVolume;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.fs.FsType;
+import dev.caravan.storage.mount.MountTable;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The DHV operations on one volume, as one short-lived process runs them, on top of the same layers
+ * the CSI plugin uses: the backend's controller provisions, grows and destroys the storage (with its
+ * crash-safety rules and its refusal to delete what is attached), and the {@link NodeEngine} attaches,
+ * formats only an empty device, grows and mounts, keeping its journal on the host. The caller holds
+ * the volume's lock ({@link DhvStore#lock}).
+ *
+ * <p>Every path is derived from {@code DHV_VOLUME_ID} and {@code DHV_NODE_ID}: the volume is mounted
+ * at {@code DHV_VOLUMES_DIR/<volume id>} and {@code DHV_CREATED_PATH} is never used.
+ */
+final class DhvVolumes implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(DhvVolumes.class.getName());
+
+  private final Mode mode;
+  private final DhvRequest req;
+  private final DhvStore store;
+  private final Backend backend;
+  private final ControllerBackend controller;
+  private final NodeEngine engine;
+
+  private DhvVolumes(Mode mode, DhvRequest req, DhvStore store, Backend backend, NodeEngine engine) {
+    this.mode = mode;
+    this.req = req;
+    this.store = store;
+    this.backend = backend;
+    this.controller = backend.controller();
+    this.engine = engine;
+  }
+
+  /** Opens the backend and this volume's node journal; call with the volume's lock held. */
+  static DhvVolumes open(String driver, Mode mode, Path dataDir, Map<String, String> options, DhvRequest req,
+      DhvStore store) {
+    NodeJournal journal = NodeJournal.open(store.journalDir(req.nodeId(), req.volumeId()));
+    NodeUsage usage = id -> journal.get(id).map(v -> new NodeUsage.Use(v.accessType(), v.device(),
+        v.stagingPaths(), v.targets().stream().map(StagedVolume.Published::target).toList()));
+    Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, usage));
+    return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal));
+  }
+
+  Set<String> knownParameters() {
+    return controller.knownParameters();
+  }
+
+  // ---- create ----------------------------------------------------------------------------------
+
+  /**
+   * Immediate mode: provisions (or finds, or grows) the volume and makes it mounted here; the same
+   * call at agent start puts back what a reboot took down. Deferred mode: provisions or grows only
+   * (and grows the filesystem too where this node has the volume published).
+   */
+  Map<String, Object> create() {
+    DhvParameters params = DhvParameters.parse(req.parameters(), knownParameters());
+    Optional<DhvRecord> before = store.read(req.volumeId());
+    DhvRecord fresh = DhvRecord.of(req);
+    if (before.isEmpty()) {
+      store.write(fresh); // the intent: what a delete needs to find and finish a cut-short create
+    }
+    try {
+      return createRecorded(before, before.map(r -> r.withRequest(req)).orElse(fresh), params);
+    } catch (RuntimeException e) {
+      if (before.isEmpty()) {
+        undoInitialCreate(e);
+      }
+      throw e;
+    }
+  }
+
+  private Map<String, Object> createRecorded(Optional<DhvRecord> before, DhvRecord asked, DhvParameters params) {
+    // An update's request is recorded only once the backend has accepted it.
+    DhvRecord rec = asked;
+    VolumeInfo info = provision(rec, params);
+    if (rec.backendVolumeId().isPresent() && !rec.backendVolumeId().get().equals(info.id())) {
+      throw DhvException.failed("volume " + req.volumeId() + " is recorded as backend volume "
+          + rec.backendVolumeId().get() + " but the backend answered " + info.id() + "; not touching either");
+    }
+    DhvRecord done = rec.withBackendVolumeId(info.id());
+    if (before.isEmpty() || !done.equals(before.get())) {
+      store.write(done);
+    }
+    rec = done;
+    Map<String, Object> out = new LinkedHashMap<>();
+    if (mode == Mode.IMMEDIATE) {
+      mount(info, AccessMode.SINGLE_NODE_WRITER, false, params);
+      out.put("path", req.mountPath().toString());
+    } else if (rec.publishedOn().equals(Optional.of(req.nodeId()))) {
+      growWherePublished(info);
+    }
+    out.put("bytes", info.capacityBytes());
+    return out;
+  }
+
+  /**
+   * Nomad neither calls delete after a failed create nor ever names this volume id again (a new
+   * {@code nomad volume create} gets a new id), so a first create that fails removes what it made:
+   * storage no allocation has seen, holding nothing but a fresh filesystem. A create cut short by
+   * SIGKILL cannot do this; its leftovers are found by the record and removed by a delete of the id.
+   */
+  private void undoInitialCreate(RuntimeException cause) {
+    try {
+      Optional<DhvRecord> rec = store.read(req.volumeId());
+      // Not yet recorded: the backend's create itself failed, or the record write after it did.
+      String name = rec.map(DhvRecord::backendName).orElse("dhv-" + req.volumeId());
+      Optional<String> backendId = rec.flatMap(DhvRecord::backendVolumeId)
+          .or(() -> controller.listVolumes().stream().filter(v -> v.name().equals(name)).map(VolumeInfo::id)
+              .findFirst());
+      if (backendId.isPresent()) {
+        engine.unstage(backendId.get(), canonicalMountPath());
+        controller.deleteVolume(backendId.get());
+      }
+      removeMountDirectory();
+      store.removeJournalDir(req.nodeId(), req.volumeId());
+      store.remove(req.volumeId());
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": the first create failed; removed what it"
+          + " had made");
+    } catch (RuntimeException undo) {
+      cause.addSuppressed(undo);
+      LOG.log(System.Logger.Level.WARNING, "volume " + req.volumeId() + ": could not remove what the failed create"
+          + " made (a delete of this volume id finishes it): " + undo.getMessage());
+    }
+  }
+
+  /**
+   * Creates the backend volume for the record's request, or finds it; grows it when the request asks
+   * for more than it has. Backend names derive from the UUID, so the backend's own idempotency makes a
+   * retry after a crash find the half-made volume and finish it.
+   */
+  private VolumeInfo provision(DhvRecord rec, DhvParameters params) {
+    VolumeRequest asked = request(rec, rec.capacity(), params);
+    VolumeInfo info;
+    try {
+      info = controller.createVolume(asked);
+    } catch (CsiException e) {
+      if (e.kind() != CsiException.Kind.ALREADY_EXISTS) {
+        throw e;
+      }
+      // It exists with a size outside the asked range (an update that grows it): take it as it is;
+      // anything else incompatible (another fsType) is refused again here, with the backend's words.
+      info = controller.createVolume(request(rec, CapacityRange.UNSPECIFIED, params));
+    }
+    if (rec.capacityMin() > info.capacityBytes()) {
+      controller.expandVolume(info.id(), rec.capacity(), AccessType.MOUNT);
+      String id = info.id();
+      info = controller.findVolume(id)
+          .orElseThrow(() -> DhvException.failed("backend volume " + id + " vanished while it was grown"));
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": grown to " + info.capacityBytes() + " bytes");
+    }
+    return info;
+  }
+
+  private static VolumeRequest request(DhvRecord rec, CapacityRange range, DhvParameters params) {
+    return new VolumeRequest(rec.backendName(), range, Set.of(AccessType.MOUNT), Optional.empty(), params.backend(),
+        Optional.empty(), List.of(), List.of());
+  }
+
+  // ---- delete ----------------------------------------------------------------------------------
+
+  /**
+   * Unmounts, detaches and destroys the volume, idempotently. Refuses (deferred mode) while a node has
+   * it published. Only the directory {@code DHV_VOLUMES_DIR/<volume id>} is removed, and only when it
+   * is empty and nothing is mounted there.
+   */
+  Map<String, Object> delete() {
+    Path derived = req.mountPath();
+    req.createdPath().filter(p -> !p.equals(derived.toString())).ifPresent(p -> LOG.log(System.Logger.Level.INFO,
+        "volume " + req.volumeId() + ": DHV_CREATED_PATH is " + p + ", not the volume's own " + derived
+            + " (Nomad's delete after a failed create passes its volumes directory); it is ignored"));
+    Optional<DhvRecord> found = store.read(req.volumeId());
+    if (found.isEmpty()) {
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": nothing to delete");
+      store.removeJournalDir(req.nodeId(), req.volumeId());
+      return Map.of();
+    }
+    DhvRecord rec = found.get();
+    if (rec.publishedOn().isPresent()) {
+      throw DhvException.failed("volume " + req.volumeId() + " is published on node " + rec.publishedOn().get()
+          + "; a volume in use is never deleted: unpublish it there first");
+    }
+    Optional<String> backendId = rec.backendVolumeId().or(() -> finishCreateForDelete(rec));
+    if (backendId.isPresent()) {
+      engine.unstage(backendId.get(), canonicalMountPath());
+      controller.deleteVolume(backendId.get());
+    }
+    removeMountDirectory();
+    store.removeJournalDir(req.nodeId(), req.volumeId());
+    store.remove(req.volumeId());
+    LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + " ('" + rec.name() + "'): deleted");
+    return Map.of();
+  }
+
+  /**
+   * A create cut short before it recorded the backend volume: the backend may hold a half-made one.
+   * Finishing the create (same name, same request) is the only generic way to learn its id; a request
+   * the backend refuses up front left nothing behind.
+   */
+  private Optional<String> finishCreateForDelete(DhvRecord rec) {
+    try {
+      return Optional.of(provision(rec, DhvParameters.parse(rec.parameters(), knownParameters())).id());
+    } catch (CsiException e) {
+      if (List.of(CsiException.Kind.INVALID_ARGUMENT, CsiException.Kind.OUT_OF_RANGE,
+          CsiException.Kind.RESOURCE_EXHAUSTED).contains(e.kind())) {
+        return Optional.empty();
+      }
+      throw e;
+    }
+  }
+
+  // ---- deferred: publish / unpublish -----------------------------------------------------------
+
+  /**
+   * Binds the volume to this node: claims it (refusing while another node holds it), attaches,
+   * formats if empty, grows and mounts at {@code DHV_VOLUMES_DIR/<volume id>}.
+   */
+  Map<String, Object> publish() {
+    DhvRecord rec = store.read(req.volumeId()).filter(r -> r.backendVolumeId().isPresent())
+        .orElseThrow(() -> DhvException.failed("volume " + req.volumeId() + " has not been created (or its create"
+            + " did not finish); run create first"));
+    Optional<String> holder = rec.publishedOn();
+    if (holder.isPresent() && !holder.get().equals(req.nodeId())) {
+      throw new DhvException(DhvException.HELD_ELSEWHERE, "volume " + req.volumeId() + " is published on node "
+          + holder.get() + "; it has a single writer, so node " + req.nodeId() + " cannot publish it until node "
+          + holder.get() + " unpublishes it");
+    }
+    if (holder.isEmpty()) {
+      store.write(rec.withPublishedOn(Optional.of(req.nodeId()))); // the claim first: a crash leaves it held here
+    }
+    String backendId = rec.backendVolumeId().get();
+    try {
+      VolumeInfo info = controller.findVolume(backendId)
+          .orElseThrow(() -> DhvException.failed("backend volume " + backendId + " of volume " + req.volumeId()
+              + " does not exist"));
+      mount(info, accessMode(req.accessMode()), req.readOnly(),
+          DhvParameters.parse(rec.parameters(), knownParameters()));
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("path", req.mountPath().toString());
+      out.put("bytes", info.capacityBytes());
+      return out;
+    } catch (RuntimeException e) {
+      if (holder.isEmpty() && engine.journal().get(backendId).isEmpty()) {
+        store.write(rec); // the engine undid its stage; nothing holds the volume here
+      }
+      throw e;
+    }
+  }
+
+  /** Unmounts and detaches the volume on this node and releases this node's claim; idempotent. */
+  Map<String, Object> unpublish() {
+    Optional<DhvRecord> found = store.read(req.volumeId());
+    if (found.isEmpty()) {
+      store.removeJournalDir(req.nodeId(), req.volumeId());
+      return Map.of();
+    }
+    DhvRecord rec = found.get();
+    if (rec.backendVolumeId().isPresent()) {
+      engine.unstage(rec.backendVolumeId().get(), canonicalMountPath());
+    }
+    removeMountDirectory();
+    store.removeJournalDir(req.nodeId(), req.volumeId());
+    if (rec.publishedOn().equals(Optional.of(req.nodeId()))) {
+      store.write(rec.withPublishedOn(Optional.empty()));
+    } else {
+      rec.publishedOn().ifPresent(n -> LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId()
+          + " is published on node " + n + ", not here; only this node's mount was checked"));
+    }
+    return Map.of();
+  }
+
+  // ---- the node side ---------------------------------------------------------------------------
+
+  private void mount(VolumeInfo info, AccessMode accessMode, boolean readOnly, DhvParameters params) {
+    if (Files.isSymbolicLink(req.mountPath())) {
+      throw DhvException.failed(req.mountPath() + " is a symbolic link; a volume is mounted only on a directory"
+          + " the plugin made");
+    }
+    Path path = canonicalMountPath();
+    List<String> flags = readOnly && !accessMode.readOnly() ? List.of("ro") : List.of();
+    NodeEngine.StageSpec spec = new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context()), path,
+        AccessType.MOUNT, info.fsType(), flags, accessMode);
+    engine.stage(spec);
+    if (!spec.mode().readOnly() && !flags.contains("ro")) {
+      growIfNeeded(spec);
+      params.applyTo(path);
+    }
+  }
+
+  /** Deferred mode: a create that grew a volume published here grows its filesystem too (if mounted writable). */
+  private void growWherePublished(VolumeInfo info) {
+    Path path = canonicalMountPath();
+    engine.journal().get(info.id()).flatMap(v -> v.staging(path)).ifPresent(staging -> {
+      AccessMode m = staging.mode().orElse(AccessMode.SINGLE_NODE_WRITER);
+      if (!m.readOnly() && !staging.mountFlags().contains("ro")) {
+        growIfNeeded(new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context()), path, AccessType.MOUNT,
+            info.fsType(), staging.mountFlags(), m));
+      }
+    });
+  }
+
+  /**
+   * Grows the mounted filesystem when it is smaller than its device: the volume grew since the
+   * filesystem was last grown (an update, or a grow a crash cut short). The superblock is read
+   * first, so a create with nothing to grow starts no tool. Online first; an ext4 that cannot grow
+   * online (the agent lacks CAP_SYS_RESOURCE, as in many containers) and is mounted nowhere else is
+   * unmounted, grown unmounted and mounted again by the node engine (Nomad refuses an update while an
+   * allocation claims the volume, and an unmount of a busy filesystem fails rather than hides it).
+   */
+  private void growIfNeeded(NodeEngine.StageSpec spec) {
+    String backendId = spec.volume().volumeId();
+    Path path = spec.stagingPath();
+    Optional<StagedVolume> staged = engine.journal().get(backendId);
+    if (staged.isEmpty() || staged.get().device().isEmpty()) {
+      return;
+    }
+    StagedVolume v = staged.get();
+    backend.node().refresh(v.ref());
+    Path device = v.device().get();
+    FsType fs = FsType.parse(v.fsType()).orElseThrow();
+    long fsBytes = Filesystems.size(device, fs);
+    long deviceBytes = BlockDevices.size(device);
+    if (fsBytes >= deviceBytes) {
+      return;
+    }
+    try {
+      engine.expand(backendId, path);
+    } catch (RuntimeException online) {
+      if (fs != FsType.EXT4 || !mountedOnlyAt(device, path)) {
+        throw online;
+      }
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": growing the filesystem unmounted, since"
+          + " online it failed: " + online.getMessage());
+      engine.unstage(backendId, path);
+      engine.stage(spec);
+    }
+    LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": filesystem grown from " + fsBytes + " to "
+        + deviceBytes + " bytes");
+  }
+
+  private static boolean mountedOnlyAt(Path device, Path path) {
+    String majorMinor = BlockDevices.majorMinor(device);
+    return MountTable.read().stream().filter(m -> m.majorMinor().equals(majorMinor))
+        .allMatch(m -> m.mountPoint().equals(path));
+  }
+
+  private Path canonicalMountPath() {
+    return AllowedRoots.canonical(req.mountPath());
+  }
+
+  /** Removes {@code DHV_VOLUMES_DIR/<volume id>} if it is an empty directory with nothing mounted on it. */
+  private void removeMountDirectory() {
+    Path dir = req.mountPath();
+    if (!Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS) || MountTable.isMountPoint(dir)) {
+      return;
+    }
+    try {
+      Files.deleteIfExists(dir);
+    } catch (DirectoryNotEmptyException e) {
+      LOG.log(System.Logger.Level.WARNING, "leaving " + dir + " in place: nothing is mounted there but it is not"
+          + " empty (files written while the volume was not mounted are not the plugin's to remove)");
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot remove " + dir, e);
+    }
+  }
+
+  private static AccessMode accessMode(String nomad) {
+    return switch (nomad) {
+      case DhvRequest.READER -> AccessMode.SINGLE_NODE_READER_ONLY;
+      case DhvRequest.SINGLE_WRITER -> AccessMode.SINGLE_NODE_SINGLE_WRITER;
+      case DhvRequest.MULTI_WRITER -> AccessMode.SINGLE_NODE_MULTI_WRITER;
+      default -> AccessMode.SINGLE_NODE_WRITER;
+    };
+  }
+
+  @Override
+  public void close() {
+    backend.close();
+  }
+}
