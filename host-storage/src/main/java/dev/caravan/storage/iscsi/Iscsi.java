@@ -45,6 +45,7 @@ public final class Iscsi {
           "iqn\\.\\d{4}-\\d{2}\\.[a-z0-9][a-z0-9.-]*(:[\\x21-\\x2e\\x30-\\x7e]*)?"
               + "|eui\\.[0-9A-Fa-f]{16}|naa\\.[0-9A-Fa-f]{16}([0-9A-Fa-f]{16})?");
   private static final int NAME_MAX = 223;
+  private static final Duration POLL = Duration.ofMillis(100);
 
   private final Iscsiadm iscsiadm;
 
@@ -215,6 +216,38 @@ public final class Iscsi {
       ScsiDisks.at(address).ifPresent(disks::add);
     }
     return List.copyOf(disks);
+  }
+
+  /**
+   * Waits until the session's LUN {@code lun} has a block device whose WWID the kernel has read,
+   * and returns it. After a login the kernel scans the target and udev settles asynchronously;
+   * this is the moment the LUN becomes usable.
+   *
+   * @throws StorageException after {@code timeout}, or when the session ends meanwhile
+   */
+  public ScsiDisk awaitDisk(IscsiSession session, long lun, Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Optional<ScsiDisk> disk =
+          disks(session).stream().filter(d -> d.lun() == lun && d.wwid().isPresent()).findFirst();
+      if (disk.isPresent()) {
+        return disk.get();
+      }
+      if (sessions().stream().noneMatch(s -> s.sid() == session.sid())) {
+        throw new StorageException("session " + session.sid() + " to " + session.target() + " ended");
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new StorageException(
+            "no disk for LUN %d of %s at %s after %s (is the LUN mapped to this initiator?)"
+                .formatted(lun, session.target(), session.portal(), timeout));
+      }
+      try {
+        Thread.sleep(POLL);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new StorageException("interrupted", e);
+      }
+    }
   }
 
   /**

@@ -229,8 +229,9 @@ class IscsiMultipathGuestTest {
   }
 
   private ScsiDisk awaitDisk(IscsiSession session) {
-    return await(() -> iscsi.disks(session).stream().filter(d -> d.wwid().isPresent()).findFirst(),
-        "a disk on session " + session.sid());
+    ScsiDisk disk = iscsi.awaitDisk(session, 0, WAIT);
+    assertThat(iscsi.disks(session)).containsExactly(disk);
+    return disk;
   }
 
   private static <T> T await(Supplier<Optional<T>> probe, String what) {
