@@ -43,15 +43,22 @@ final class NodeRecordFiles {
   private NodeRecordFiles() {}
 
   /**
-   * The file of a record: {@code nodes/<target>/<address>,<port>,<tpgt>/<iface>}, or the portal
-   * entry itself when it is a file (the layout of open-iscsi before 2.0-870).
+   * The file of a record: {@code nodes/<target>/<address>,<port>,<tpgt>/<iface>}. A record whose
+   * portal group is unknown (tpgt -1: made by {@code -o new} rather than discovery) is the file
+   * {@code nodes/<target>/<address>,<port>}, the layout open-iscsi used before 2.0-870 for all.
    */
   static Path fileOf(Path nodes, NodeRecord record) {
-    Path portal =
-        nodes
-            .resolve(record.target())
-            .resolve(record.portal().address() + "," + record.portal().port() + "," + record.tpgt());
-    return Files.isDirectory(portal) ? portal.resolve(record.iface()) : portal;
+    Path target = nodes.resolve(record.target());
+    String portal = record.portal().address() + "," + record.portal().port();
+    for (Path candidate : List.of(target.resolve(portal + "," + record.tpgt()), target.resolve(portal))) {
+      if (Files.isDirectory(candidate)) {
+        return candidate.resolve(record.iface());
+      }
+      if (Files.isRegularFile(candidate)) {
+        return candidate;
+      }
+    }
+    return target.resolve(portal + "," + record.tpgt()).resolve(record.iface());
   }
 
   /** The record's text with Caravan's settings: startup manual, and CHAP as given (or none). */

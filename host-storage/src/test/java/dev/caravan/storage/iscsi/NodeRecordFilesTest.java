@@ -83,5 +83,11 @@ class NodeRecordFilesTest {
     Files.delete(portal);
     Files.createDirectories(portal);
     assertThat(NodeRecordFiles.fileOf(nodes, record)).isEqualTo(portal.resolve("default"));
+
+    // iscsiadm -o new: no portal group tag yet, so no tpgt in the name.
+    NodeRecord unknownTpgt = new NodeRecord(record.target(), record.portal(), -1, "default");
+    Path legacy = portal.resolveSibling("127.0.0.1,3260");
+    Files.writeString(legacy, RECORD);
+    assertThat(NodeRecordFiles.fileOf(nodes, unknownTpgt)).isEqualTo(legacy);
   }
 }

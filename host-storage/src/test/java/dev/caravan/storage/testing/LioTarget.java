@@ -56,7 +56,9 @@ public final class LioTarget implements AutoCloseable {
       channel.truncate(sizeBytes);
       channel.write(java.nio.ByteBuffer.wrap(new byte[1]), sizeBytes - 1);
     }
-    Path backstore = CONFIGFS.resolve("core/fileio_" + run + n).resolve(name);
+    // The HBA's name must be fileio_<decimal index>; one per target keeps their teardown apart.
+    long hba = (ProcessHandle.current().pid() % 1_000_000) * 1000 + n;
+    Path backstore = CONFIGFS.resolve("core/fileio_" + hba).resolve(name);
     Files.createDirectories(backstore);
     write(backstore.resolve("control"), "fd_dev_name=" + file + ",fd_dev_size=" + sizeBytes);
     write(backstore.resolve("wwn/vpd_unit_serial"), serial);
@@ -146,7 +148,8 @@ public final class LioTarget implements AutoCloseable {
     Files.deleteIfExists(file);
   }
 
+  // No trailing newline: LIO keeps CHAP names and secrets byte for byte, a newline included.
   private static void write(Path attribute, String value) throws IOException {
-    Files.writeString(attribute, value + "\n", StandardCharsets.US_ASCII);
+    Files.writeString(attribute, value, StandardCharsets.US_ASCII);
   }
 }
