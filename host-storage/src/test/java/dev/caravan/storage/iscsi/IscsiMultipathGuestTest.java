@@ -53,6 +53,15 @@ class IscsiMultipathGuestTest {
 
   @TempDir Path dir;
 
+  private long last = System.nanoTime();
+
+  /** Prints how long the step just finished took: where the guest's time goes, in the log. */
+  private void step(String done) {
+    long now = System.nanoTime();
+    System.out.printf("  %-40s %6d ms%n", done, (now - last) / 1_000_000);
+    last = now;
+  }
+
   @BeforeEach
   void requireGuest() {
     GuestIscsi.assumeAvailable();
@@ -62,14 +71,17 @@ class IscsiMultipathGuestTest {
   void aLunOnTwoPortalsIsOneMultipathDeviceThatOutlivesAPathFailure() throws IOException {
     try (LioTarget target = LioTarget.create("mp", SIZE, dir, List.of(GuestIscsi.PORTAL_1, GuestIscsi.PORTAL_2))) {
       target.allow(iscsi.initiatorName());
+      step("target");
       String iqn = target.iqn();
 
       assertThat(iscsi.discover(P1))
           .contains(new DiscoveredTarget(iqn, P1, 1), new DiscoveredTarget(iqn, P2, 1));
+          step("discover");
 
       assertThat(iscsi.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
       assertThat(iscsi.login(iqn, P2, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
       assertThat(iscsi.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.ALREADY_LOGGED_IN);
+      step("login x2 (+1 idempotent)");
       assertThat(iscsi.sessions()).filteredOn(s -> s.target().equals(iqn))
           .extracting(IscsiSession::portal).containsExactlyInAnyOrder(P1, P2);
       for (Portal portal : List.of(P1, P2)) {
@@ -80,6 +92,7 @@ class IscsiMultipathGuestTest {
       // One SCSI disk per session, both naming the same LUN: the WWID udev's scsi_id reads.
       ScsiDisk first = awaitDisk(iscsi.session(iqn, P1).orElseThrow());
       ScsiDisk second = awaitDisk(iscsi.session(iqn, P2).orElseThrow());
+      step("disks");
       Wwid wwid = first.wwid().orElseThrow();
       assertThat(second.wwid()).contains(wwid);
       assertThat(second.device()).isNotEqualTo(first.device());
@@ -90,6 +103,7 @@ class IscsiMultipathGuestTest {
           .containsExactlyInAnyOrder(first.device(), second.device());
 
       MultipathMap map = multipath.awaitMap(wwid, 2, WAIT);
+      step("multipath map");
       assertThat(map.name()).isEqualTo(wwid.value());
       assertThat(map.paths()).extracting(MultipathPath::device)
           .containsExactlyInAnyOrder(first.device(), second.device());
@@ -98,6 +112,7 @@ class IscsiMultipathGuestTest {
       assertThat(Filesystems.formatIfEmpty(map.device(), FsType.EXT4, List.of())).isEqualTo(FormatOutcome.FORMATTED);
       Path mnt = Files.createDirectory(dir.resolve("mnt"));
       Mounts.mount(map.device(), mnt, "ext4", EnumSet.noneOf(MountFlag.class), null);
+      step("mkfs.ext4 + mount");
       try {
         byte[] before = pattern(1);
         writeAndSync(mnt.resolve("before"), before);
@@ -114,6 +129,7 @@ class IscsiMultipathGuestTest {
         writeAndSync(mnt.resolve("during"), during);
         assertThat(Files.readAllBytes(mnt.resolve("during"))).isEqualTo(during);
         MultipathMap degraded = await(() -> multipath.map(wwid).filter(m -> m.upPaths().size() == 1), "one path down");
+        step("path down, I/O through the other");
         assertThat(degraded.upPaths()).extracting(MultipathPath::device).containsExactly(second.device());
         assertThat(degraded.paths()).filteredOn(p -> p.device().equals(first.device()))
             .extracting(MultipathPath::state).containsExactly(PathState.FAILED);
@@ -121,6 +137,7 @@ class IscsiMultipathGuestTest {
         // It comes back, and multipathd's checker puts it back in use.
         Files.writeString(state, "running\n");
         assertThat(multipath.awaitMap(wwid, 2, WAIT).upPaths()).hasSize(2);
+        step("path back");
         assertThat(Files.readAllBytes(mnt.resolve("before"))).isEqualTo(before);
       } finally {
         Mounts.unmount(mnt);
@@ -130,12 +147,15 @@ class IscsiMultipathGuestTest {
       assertThat(multipath.flush(wwid)).isTrue();
       assertThat(multipath.map(wwid)).isEmpty();
       assertThat(multipath.flush(wwid)).isFalse();
+      step("unmount + flush");
 
       assertThat(iscsi.logout(iqn, P1)).isTrue();
       assertThat(iscsi.logout(iqn, P2)).isTrue();
       assertThat(iscsi.logout(iqn, P1)).isFalse();
       assertThat(iscsi.sessions()).noneMatch(s -> s.target().equals(iqn));
+      step("logout x2");
       await(() -> ScsiDisks.withWwid(wwid).isEmpty() ? Optional.of(true) : Optional.empty(), "the disks to go");
+      step("disks gone");
       assertThat(iscsi.deleteNode(iqn, P1)).isTrue();
       assertThat(iscsi.deleteNode(iqn, P2)).isTrue();
       assertThat(iscsi.deleteNode(iqn, P1)).isFalse();
@@ -186,6 +206,7 @@ class IscsiMultipathGuestTest {
                 e -> assertThat(e.reason()).isIn(Reason.AUTHENTICATION_FAILED, Reason.REFUSED))
             .hasMessageNotContaining("not-the-target-33")
             .hasMessageNotContaining("initiator-secret-1");
+        step("mutual CHAP, wrong target secret");
         assertThat(iscsi.session(iqn, P1)).isEmpty();
 
         assertThat(iscsi.login(iqn, P1,
