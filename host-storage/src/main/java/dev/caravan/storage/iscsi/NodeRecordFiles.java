@@ -115,7 +115,7 @@ final class NodeRecordFiles {
       } catch (NoSuchFileException e) {
         throw new StorageException("the node record of " + record + " vanished: " + file);
       }
-      replace(file, withSettings(current, chap));
+      replace(nodes.resolveSibling(".caravan-node-record.tmp"), file, withSettings(current, chap));
     } catch (IOException e) {
       throw new StorageException("cannot update the node record " + file + ": " + e, e);
     } finally {
@@ -123,9 +123,10 @@ final class NodeRecordFiles {
     }
   }
 
-  // Mode 0600 from creation on: the file holds CHAP secrets (iscsiadm's own are 0600 too).
-  private static void replace(Path file, String content) throws IOException {
-    Path temp = file.resolveSibling("." + file.getFileName() + ".caravan-tmp");
+  // Mode 0600 from creation on: the file holds CHAP secrets (iscsiadm's own are 0600 too). The
+  // temporary file sits beside the node database, not in it, where iscsiadm would take its name
+  // for a portal; same filesystem, so the rename is atomic. The database lock makes it ours.
+  private static void replace(Path temp, Path file, String content) throws IOException {
     Files.deleteIfExists(temp);
     Files.createFile(
         temp, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));

@@ -101,6 +101,10 @@ class IscsiMultipathGuestTest {
           .startsWith("36001405" + target.serial());
       assertThat(ScsiDisks.withWwid(wwid)).extracting(ScsiDisk::device)
           .containsExactlyInAnyOrder(first.device(), second.device());
+      // A rescan (sysfs writes: the host's scan, each disk's rescan) finds the same LUN, nothing new.
+      iscsi.rescan(iscsi.session(iqn, P1).orElseThrow());
+      assertThat(iscsi.disks(iscsi.session(iqn, P1).orElseThrow())).extracting(ScsiDisk::wwid)
+          .containsExactly(Optional.of(wwid));
 
       MultipathMap map = multipath.awaitMap(wwid, 2, WAIT);
       step("multipath map");

@@ -90,4 +90,25 @@ class NodeRecordFilesTest {
     Files.writeString(legacy, RECORD);
     assertThat(NodeRecordFiles.fileOf(nodes, unknownTpgt)).isEqualTo(legacy);
   }
+
+  @Test
+  void applyRewritesTheFileOnlyRootCanReadAndLeavesNothingElse(@TempDir Path etc) throws IOException {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        Files.isWritable(Path.of("/run/lock")), "needs to write /run/lock (iscsiadm's lock lives there): run as root");
+    Path nodes = etc.resolve("nodes");
+    NodeRecord record = new NodeRecord("iqn.2003-01.org.example:vol1", Portal.parse("127.0.0.1"), 1, "default");
+    Path file = nodes.resolve("iqn.2003-01.org.example:vol1").resolve("127.0.0.1,3260,1").resolve("default");
+    Files.createDirectories(file.getParent());
+    Files.writeString(file, RECORD);
+
+    NodeRecordFiles.apply(nodes, record, Optional.of(Chap.oneWay("alice", "new-secret-12")));
+
+    assertThat(Files.readString(file)).isEqualTo(NodeRecordFiles.withSettings(RECORD, Optional.of(Chap.oneWay("alice", "new-secret-12"))));
+    assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
+        .isEqualTo("rw-------");
+    try (var left = Files.walk(etc)) {
+      assertThat(left.filter(Files::isRegularFile)).containsExactly(file);
+    }
+    assertThat(Path.of("/run/lock/iscsi/lock.write")).doesNotExist();
+  }
 }
