@@ -104,9 +104,10 @@ public final class Iscsi {
 
   /**
    * Logs in to {@code target} through {@code portal}, unless a session to it through that portal
-   * exists already. The node record is created when missing, and is set to log in manually and
-   * with exactly {@code chap} (no CHAP when empty: credentials left by an earlier login are
-   * removed).
+   * exists already. The node record is created when missing, and is set to log in manually, to
+   * make one login attempt (iscsid would otherwise retry a refused login or a dead portal for up to
+   * two minutes; the caller retries if it wants to), and to use exactly {@code chap} (no CHAP when
+   * empty: credentials left by an earlier login are removed).
    *
    * <p>CHAP: iscsiadm can take a value only on its command line ({@code -o update -n
    * node.session.auth.password -v SECRET}), where every user of the host sees it in {@code ps}. So

@@ -16,7 +16,7 @@ import java.util.Optional;
 
 /**
  * Sets the values Caravan owns in a node record file of open-iscsi's node database: {@code
- * node.startup} and the CHAP credentials.
+ * node.startup}, {@code node.session.initial_login_retry_max} and the CHAP credentials.
  *
  * <p>Why write the file rather than run {@code iscsiadm -m node -o update -n ... -v VALUE}: that is
  * iscsiadm's only way to set a value, and it puts the value on the command line, where any user
@@ -38,6 +38,7 @@ final class NodeRecordFiles {
 
   private static final String AUTH = "node.session.auth.";
   private static final String STARTUP = "node.startup";
+  private static final String LOGIN_RETRIES = "node.session.initial_login_retry_max";
   private static final String END_RECORD = "# END RECORD";
 
   private NodeRecordFiles() {}
@@ -61,17 +62,23 @@ final class NodeRecordFiles {
     return target.resolve(portal + "," + record.tpgt()).resolve(record.iface());
   }
 
-  /** The record's text with Caravan's settings: startup manual, and CHAP as given (or none). */
+  /**
+   * The record's text with Caravan's settings: startup manual, one login attempt, and CHAP as given
+   * (or none).
+   */
   static String withSettings(String record, Optional<Chap> chap) {
     List<String> kept = new ArrayList<>();
     for (String line : record.lines().toList()) {
       String key = key(line);
-      if (!key.equals(STARTUP) && !key.startsWith(AUTH)) {
+      if (!key.equals(STARTUP) && !key.equals(LOGIN_RETRIES) && !key.startsWith(AUTH)) {
         kept.add(line);
       }
     }
     List<String> ours = new ArrayList<>();
     ours.add(STARTUP + " = manual");
+    // One login attempt per iscsiadm run. iscsid.conf's default is 8 attempts of up to 15 s each
+    // (its own comment: 120 seconds) against a dead portal; the caller retries within its deadline.
+    ours.add(LOGIN_RETRIES + " = 0");
     if (chap.isEmpty()) {
       ours.add(AUTH + "authmethod = None");
     } else {

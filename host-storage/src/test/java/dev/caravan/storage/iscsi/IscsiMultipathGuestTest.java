@@ -86,7 +86,8 @@ class IscsiMultipathGuestTest {
           .extracting(IscsiSession::portal).containsExactlyInAnyOrder(P1, P2);
       for (Portal portal : List.of(P1, P2)) {
         assertThat(recordText(iqn, portal))
-            .contains("node.startup = manual", "node.session.auth.authmethod = None");
+            .contains("node.startup = manual", "node.session.initial_login_retry_max = 0",
+                "node.session.auth.authmethod = None");
       }
 
       // One SCSI disk per session, both naming the same LUN: the WWID udev's scsi_id reads.

@@ -22,6 +22,7 @@ class NodeRecordFilesTest {
       node.session.auth.password = old-secret
       node.session.auth.username_in = oldtarget
       node.session.auth.password_in = old-target-secret
+      node.session.initial_login_retry_max = 8
       node.conn[0].address = 127.0.0.1
       node.conn[0].port = 3260
       # END RECORD
@@ -38,9 +39,10 @@ class NodeRecordFilesTest {
             "node.name = iqn.2003-01.org.example:vol1",
             "node.conn[0].port = 3260",
             "node.startup = manual",
+            "node.session.initial_login_retry_max = 0",
             "node.session.auth.authmethod = CHAP",
             "node.session.auth.username = alice")
-        .doesNotContain("automatic", "old", "username_in", "password_in");
+        .doesNotContain("automatic", "old", "username_in", "password_in", "retry_max = 8");
   }
 
   @Test
@@ -69,7 +71,14 @@ class NodeRecordFilesTest {
   void aRecordWithoutEndMarkerGetsTheSettingsAtTheEnd() {
     String updated = NodeRecordFiles.withSettings("node.name = x\n  node.startup=automatic\n", Optional.empty());
 
-    assertThat(updated).isEqualTo("node.name = x\nnode.startup = manual\nnode.session.auth.authmethod = None\n");
+    assertThat(updated)
+        .isEqualTo(
+            """
+            node.name = x
+            node.startup = manual
+            node.session.initial_login_retry_max = 0
+            node.session.auth.authmethod = None
+            """);
   }
 
   @Test
