@@ -1,0 +1,248 @@
+package dev.caravan.storage.multipath;
+
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.Wwid;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * The host's device-mapper multipath maps, found by the WWID of the LUN behind them.
+ *
+ * <p>Maps and their paths are read from sysfs ({@code /sys/block/dm-N/dm}, {@code slaves}, {@code
+ * holders}); the paths' states come from multipathd over its command socket (see {@link
+ * Multipathd}), and a map is removed by asking multipathd to ({@code del map}), so that the daemon
+ * that made it knows it is gone. No {@code multipath} or {@code multipathd} process is started:
+ * multipathd must be running, and configured to make maps for the LUNs in question (for example
+ * {@code find_multipaths no}, or their WWIDs in {@code /etc/multipath/wwids}).
+ */
+public final class Multipath {
+  private static final Path SYS_BLOCK = Path.of("/sys/block");
+  private static final String UUID_PREFIX = "mpath-";
+  private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+  private static final Duration POLL = Duration.ofMillis(100);
+  private static final String PATH_FORMAT = "%d|%i|%w|%t|%T|%o";
+
+  private final Multipathd multipathd;
+
+  private Multipath(Multipathd multipathd) {
+    this.multipathd = multipathd;
+  }
+
+  /** The host's multipathd, each command given 10 seconds to answer. */
+  public static Multipath system() {
+    return new Multipath(new Multipathd(Multipathd.SOCKET, DEFAULT_TIMEOUT));
+  }
+
+  /** Every multipath map on the host, with its paths' states. */
+  public List<MultipathMap> maps() {
+    List<DmMap> found = dmMaps();
+    if (found.isEmpty()) {
+      return List.of();
+    }
+    Map<String, String[]> states = pathStates();
+    return found.stream().map(map -> map.toMap(states)).toList();
+  }
+
+  /** The map of the LUN {@code wwid}, if there is one. */
+  public Optional<MultipathMap> map(Wwid wwid) {
+    Optional<DmMap> found = dmMap(wwid);
+    return found.isEmpty() ? Optional.empty() : Optional.of(found.get().toMap(pathStates()));
+  }
+
+  /**
+   * Waits until the map of {@code wwid} exists with at least {@code paths} paths up, and returns it.
+   * multipathd builds and extends maps on its own when the kernel announces new paths; this only
+   * watches.
+   *
+   * @throws StorageException after {@code timeout}, saying what there was
+   */
+  public MultipathMap awaitMap(Wwid wwid, int paths, Duration timeout) {
+    if (paths < 1) {
+      throw new IllegalArgumentException("paths must be at least 1: " + paths);
+    }
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      Optional<DmMap> found = dmMap(wwid);
+      if (found.isPresent() && found.get().slaves().size() >= paths) {
+        MultipathMap map = found.get().toMap(pathStates());
+        if (map.upPaths().size() >= paths) {
+          return map;
+        }
+      }
+      if (System.nanoTime() - deadline > 0) {
+        String seen =
+            found.isEmpty()
+                ? "no map (is multipathd configured to make maps for it, e.g. find_multipaths no?)"
+                : "map " + found.get().toMap(pathStates());
+        throw new StorageException(
+            "no multipath map for WWID %s with %d path(s) up after %s: %s"
+                .formatted(wwid, paths, timeout, seen));
+      }
+      sleep();
+    }
+  }
+
+  /**
+   * Removes the map of {@code wwid} (multipathd's {@code del map}), so that its paths can be logged
+   * out or removed. Returns false when there was no map. Refuses while the map is mounted or
+   * anything is stacked on it; the paths themselves are left alone.
+   *
+   * @throws MapInUseException when a mount or a holder uses the map
+   * @throws StorageException when multipathd refuses (someone has the device open)
+   */
+  public boolean flush(Wwid wwid) {
+    Optional<DmMap> found = dmMap(wwid);
+    if (found.isEmpty()) {
+      return false;
+    }
+    DmMap map = found.get();
+    List<String> users = new ArrayList<>();
+    for (MountEntry mount : MountTable.read()) {
+      if (mount.majorMinor().equals(map.majorMinor())) {
+        users.add("mounted at " + mount.mountPoint());
+      }
+    }
+    for (String holder : map.holders()) {
+      users.add("held by " + holder);
+    }
+    if (!users.isEmpty()) {
+      throw new MapInUseException(wwid, map.name(), users);
+    }
+    String reply = multipathd.send("del map " + map.name()).strip();
+    if (!reply.equals("ok")) {
+      if (dmMap(wwid).isEmpty()) {
+        return true; // gone meanwhile: someone else removed it
+      }
+      throw new StorageException(
+          "multipathd refused to remove map " + map.name() + " (WWID " + wwid + "): " + reply
+              + " (is the device open?)");
+    }
+    return true;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // sysfs
+
+  /** A multipath map as sysfs shows it. */
+  private record DmMap(
+      String kernelName, String name, Wwid wwid, String majorMinor, List<String> slaves, List<String> holders) {
+    MultipathMap toMap(Map<String, String[]> states) {
+      List<MultipathPath> paths = new ArrayList<>();
+      for (String slave : slaves) {
+        String[] s = states.get(slave);
+        paths.add(
+            new MultipathPath(
+                Path.of("/dev", slave),
+                s == null ? "" : s[1],
+                s == null ? PathState.UNKNOWN : PathState.parse(s[3]),
+                s == null ? "unknown" : s[4],
+                s == null ? "unknown" : s[5]));
+      }
+      Path mapper = Path.of("/dev/mapper", name);
+      Path device = Files.exists(mapper) ? mapper : Path.of("/dev", kernelName);
+      return new MultipathMap(name, wwid, device, majorMinor, paths, holders);
+    }
+  }
+
+  private static Optional<DmMap> dmMap(Wwid wwid) {
+    return dmMaps().stream().filter(m -> m.wwid().equals(wwid)).findFirst();
+  }
+
+  private static List<DmMap> dmMaps() {
+    List<DmMap> maps = new ArrayList<>();
+    for (Path dir : list(SYS_BLOCK)) {
+      String kernelName = dir.getFileName().toString();
+      if (!kernelName.startsWith("dm-")) {
+        continue;
+      }
+      Optional<String> uuid = read(dir.resolve("dm/uuid"));
+      if (uuid.isEmpty() || !uuid.get().startsWith(UUID_PREFIX)) {
+        continue; // not a multipath map: LVM, crypt, a kpartx partition ("part1-mpath-...")
+      }
+      Optional<String> name = read(dir.resolve("dm/name"));
+      Optional<String> dev = read(dir.resolve("dev"));
+      if (name.isEmpty() || dev.isEmpty()) {
+        continue; // removed while we looked
+      }
+      Wwid wwid;
+      try {
+        wwid = Wwid.of(uuid.get().substring(UUID_PREFIX.length()));
+      } catch (IllegalArgumentException e) {
+        continue;
+      }
+      maps.add(
+          new DmMap(
+              kernelName,
+              name.get(),
+              wwid,
+              dev.get(),
+              names(dir.resolve("slaves")),
+              names(dir.resolve("holders"))));
+    }
+    return maps;
+  }
+
+  /**
+   * multipathd's view of every path, by device name: {@code [dev, hcil, wwid, dm_st, chk_st,
+   * dev_st]}.
+   */
+  private Map<String, String[]> pathStates() {
+    String reply = multipathd.send("show paths raw format \"" + PATH_FORMAT + "\"");
+    Map<String, String[]> states = new HashMap<>();
+    for (String line : reply.lines().toList()) {
+      String[] fields = line.split("\\|", -1);
+      if (fields.length == 6) {
+        for (int i = 0; i < fields.length; i++) {
+          fields[i] = fields[i].strip();
+        }
+        states.put(fields[0], fields);
+      }
+    }
+    return states;
+  }
+
+  private static Optional<String> read(Path file) {
+    try {
+      return Optional.of(Files.readString(file, StandardCharsets.UTF_8).strip());
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new StorageException("cannot read " + file + ": " + e, e);
+    }
+  }
+
+  private static List<String> names(Path dir) {
+    return list(dir).stream().map(p -> p.getFileName().toString()).toList();
+  }
+
+  private static List<Path> list(Path dir) {
+    try (Stream<Path> entries = Files.list(dir)) {
+      return entries.sorted().toList();
+    } catch (NoSuchFileException e) {
+      return List.of();
+    } catch (IOException e) {
+      throw new StorageException("cannot list " + dir + ": " + e, e);
+    }
+  }
+
+  private static void sleep() {
+    try {
+      Thread.sleep(POLL);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StorageException("interrupted", e);
+    }
+  }
+}

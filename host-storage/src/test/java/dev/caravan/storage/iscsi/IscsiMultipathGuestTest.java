@@ -1,0 +1,299 @@
+package dev.caravan.storage.iscsi;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.storage.block.ScsiDisk;
+import dev.caravan.storage.block.ScsiDisks;
+import dev.caravan.storage.block.Wwid;
+import dev.caravan.storage.fs.FormatOutcome;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.fs.FsType;
+import dev.caravan.storage.iscsi.IscsiLoginException.Reason;
+import dev.caravan.storage.mount.MountFlag;
+import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.multipath.MapInUseException;
+import dev.caravan.storage.multipath.Multipath;
+import dev.caravan.storage.multipath.MultipathMap;
+import dev.caravan.storage.multipath.MultipathPath;
+import dev.caravan.storage.multipath.PathState;
+import dev.caravan.storage.testing.GuestIscsi;
+import dev.caravan.storage.testing.LioTarget;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The iscsi and multipath packages against the real thing: a LIO target in the guest kernel with
+ * two portals, open-iscsi's iscsid and multipathd. Runs in the guest only (skips elsewhere, saying
+ * why).
+ */
+class IscsiMultipathGuestTest {
+  private static final long SIZE = 64L << 20;
+  private static final Portal P1 = Portal.parse(GuestIscsi.PORTAL_1);
+  private static final Portal P2 = Portal.parse(GuestIscsi.PORTAL_2);
+  private static final Duration WAIT = Duration.ofSeconds(60);
+
+  private final Iscsi iscsi = Iscsi.system().withTimeout(Duration.ofSeconds(60));
+  private final Multipath multipath = Multipath.system();
+
+  @TempDir Path dir;
+
+  private long last = System.nanoTime();
+
+  /** Prints how long the step just finished took: where the guest's time goes, in the log. */
+  private void step(String done) {
+    long now = System.nanoTime();
+    System.out.printf("  %-40s %6d ms%n", done, (now - last) / 1_000_000);
+    last = now;
+  }
+
+  @BeforeEach
+  void requireGuest() {
+    GuestIscsi.assumeAvailable();
+  }
+
+  @Test
+  void aLunOnTwoPortalsIsOneMultipathDeviceThatOutlivesAPathFailure() throws IOException {
+    try (LioTarget target = LioTarget.create("mp", SIZE, dir, List.of(GuestIscsi.PORTAL_1, GuestIscsi.PORTAL_2))) {
+      target.allow(iscsi.initiatorName());
+      step("target");
+      String iqn = target.iqn();
+
+      assertThat(iscsi.discover(P1))
+          .contains(new DiscoveredTarget(iqn, P1, 1), new DiscoveredTarget(iqn, P2, 1));
+          step("discover");
+
+      assertThat(iscsi.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
+      assertThat(iscsi.login(iqn, P2, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
+      assertThat(iscsi.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.ALREADY_LOGGED_IN);
+      step("login x2 (+1 idempotent)");
+      assertThat(iscsi.sessions()).filteredOn(s -> s.target().equals(iqn))
+          .extracting(IscsiSession::portal).containsExactlyInAnyOrder(P1, P2);
+      for (Portal portal : List.of(P1, P2)) {
+        assertThat(recordText(iqn, portal))
+            .contains("node.startup = manual", "node.session.initial_login_retry_max = 0",
+                "node.session.auth.authmethod = None");
+      }
+
+      // One SCSI disk per session, both naming the same LUN: the WWID udev's scsi_id reads.
+      ScsiDisk first = awaitDisk(iscsi.session(iqn, P1).orElseThrow());
+      ScsiDisk second = awaitDisk(iscsi.session(iqn, P2).orElseThrow());
+      step("disks");
+      Wwid wwid = first.wwid().orElseThrow();
+      assertThat(second.wwid()).contains(wwid);
+      assertThat(second.device()).isNotEqualTo(first.device());
+      assertThat(wwid.value())
+          .isEqualTo(GuestIscsi.output(List.of("/lib/udev/scsi_id", "-g", "-u", "-d", first.device().toString())))
+          .startsWith("36001405" + target.serial());
+      assertThat(ScsiDisks.withWwid(wwid)).extracting(ScsiDisk::device)
+          .containsExactlyInAnyOrder(first.device(), second.device());
+      // A rescan (sysfs writes: the host's scan, each disk's rescan) finds the same LUN, nothing new.
+      iscsi.rescan(iscsi.session(iqn, P1).orElseThrow());
+      assertThat(iscsi.disks(iscsi.session(iqn, P1).orElseThrow())).extracting(ScsiDisk::wwid)
+          .containsExactly(Optional.of(wwid));
+
+      MultipathMap map = multipath.awaitMap(wwid, 2, WAIT);
+      step("multipath map");
+      assertThat(map.name()).isEqualTo(wwid.value());
+      assertThat(map.paths()).extracting(MultipathPath::device)
+          .containsExactlyInAnyOrder(first.device(), second.device());
+      assertThat(multipath.maps()).extracting(MultipathMap::wwid).contains(wwid);
+
+      assertThat(Filesystems.formatIfEmpty(map.device(), FsType.EXT4, List.of())).isEqualTo(FormatOutcome.FORMATTED);
+      Path mnt = Files.createDirectory(dir.resolve("mnt"));
+      Mounts.mount(map.device(), mnt, "ext4", EnumSet.noneOf(MountFlag.class), null);
+      step("mkfs.ext4 + mount");
+      try {
+        byte[] before = pattern(1);
+        writeAndSync(mnt.resolve("before"), before);
+
+        assertThatThrownBy(() -> multipath.flush(wwid))
+            .isInstanceOf(MapInUseException.class)
+            .hasMessageContaining("mounted at " + mnt);
+
+        // One path fails: the kernel stops taking I/O for it, as when its portal goes away.
+        // (The SCSI layer accepts a state only with its newline.)
+        Path state = Path.of("/sys/block", first.name(), "device/state");
+        Files.writeString(state, "offline\n");
+        byte[] during = pattern(2);
+        writeAndSync(mnt.resolve("during"), during);
+        assertThat(Files.readAllBytes(mnt.resolve("during"))).isEqualTo(during);
+        MultipathMap degraded = await(() -> multipath.map(wwid).filter(m -> m.upPaths().size() == 1), "one path down");
+        step("path down, I/O through the other");
+        assertThat(degraded.upPaths()).extracting(MultipathPath::device).containsExactly(second.device());
+        assertThat(degraded.paths()).filteredOn(p -> p.device().equals(first.device()))
+            .extracting(MultipathPath::state).containsExactly(PathState.FAILED);
+
+        // It comes back, and multipathd's checker puts it back in use.
+        Files.writeString(state, "running\n");
+        assertThat(multipath.awaitMap(wwid, 2, WAIT).upPaths()).hasSize(2);
+        step("path back");
+        assertThat(Files.readAllBytes(mnt.resolve("before"))).isEqualTo(before);
+      } finally {
+        Mounts.unmount(mnt);
+      }
+      assertThat(Filesystems.formatIfEmpty(map.device(), FsType.EXT4, List.of())).isEqualTo(FormatOutcome.ALREADY_FORMATTED);
+
+      assertThat(multipath.flush(wwid)).isTrue();
+      assertThat(multipath.map(wwid)).isEmpty();
+      assertThat(multipath.flush(wwid)).isFalse();
+      step("unmount + flush");
+
+      assertThat(iscsi.logout(iqn, P1)).isTrue();
+      assertThat(iscsi.logout(iqn, P2)).isTrue();
+      assertThat(iscsi.logout(iqn, P1)).isFalse();
+      assertThat(iscsi.sessions()).noneMatch(s -> s.target().equals(iqn));
+      step("logout x2");
+      await(() -> ScsiDisks.withWwid(wwid).isEmpty() ? Optional.of(true) : Optional.empty(), "the disks to go");
+      step("disks gone");
+      assertThat(iscsi.deleteNode(iqn, P1)).isTrue();
+      assertThat(iscsi.deleteNode(iqn, P2)).isTrue();
+      assertThat(iscsi.deleteNode(iqn, P1)).isFalse();
+      assertThat(iscsi.nodes()).noneMatch(n -> n.target().equals(iqn));
+    }
+  }
+
+  @Test
+  void oneWayChapLogsInWithTheRightSecretOnlyAndKeepsItOffCommandLinesAndMessages() throws IOException {
+    String secret = "s3cret-one-way-42";
+    try (LioTarget target = LioTarget.create("chap", SIZE, dir, List.of(GuestIscsi.PORTAL_1))) {
+      target.allow(iscsi.initiatorName(), "caravan", secret);
+      String iqn = target.iqn();
+      try {
+        assertThatThrownBy(() -> iscsi.login(iqn, P1, Optional.of(Chap.oneWay("caravan", "wrong-secret-123"))))
+            .isInstanceOfSatisfying(IscsiLoginException.class,
+                e -> assertThat(e.reason()).isEqualTo(Reason.AUTHENTICATION_FAILED))
+            .hasMessageNotContaining("wrong-secret-123");
+        assertThatThrownBy(() -> iscsi.login(iqn, P1, Optional.empty()))
+            .isInstanceOf(IscsiLoginException.class);
+        assertThat(iscsi.session(iqn, P1)).isEmpty();
+
+        assertThat(iscsi.login(iqn, P1, Optional.of(Chap.oneWay("caravan", secret))))
+            .isEqualTo(LoginOutcome.LOGGED_IN);
+        assertThat(iscsi.session(iqn, P1)).isPresent();
+        Path record = recordFile(iqn, P1);
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(record))).isEqualTo("rw-------");
+        assertThat(Files.readString(record))
+            .contains("node.session.auth.authmethod = CHAP", "node.session.auth.password = " + secret)
+            .doesNotContain("wrong-secret-123");
+      } finally {
+        iscsi.logout(iqn, P1);
+        iscsi.deleteNode(iqn, P1);
+      }
+    }
+  }
+
+  @Test
+  void mutualChapAlsoChecksTheTarget() throws IOException {
+    try (LioTarget target = LioTarget.create("mutual", SIZE, dir, List.of(GuestIscsi.PORTAL_1))) {
+      target.allow(iscsi.initiatorName(), "caravan", "initiator-secret-1", "target", "target-secret-22");
+      String iqn = target.iqn();
+      try {
+        assertThatThrownBy(() -> iscsi.login(iqn, P1,
+                Optional.of(Chap.mutual("caravan", "initiator-secret-1", "target", "not-the-target-33"))))
+            // The initiator, not the target, rejects here: iscsiadm calls that fatal (19).
+            .isInstanceOfSatisfying(IscsiLoginException.class,
+                e -> assertThat(e.reason()).isIn(Reason.AUTHENTICATION_FAILED, Reason.REFUSED))
+            .hasMessageNotContaining("not-the-target-33")
+            .hasMessageNotContaining("initiator-secret-1");
+        step("mutual CHAP, wrong target secret");
+        assertThat(iscsi.session(iqn, P1)).isEmpty();
+
+        assertThat(iscsi.login(iqn, P1,
+                Optional.of(Chap.mutual("caravan", "initiator-secret-1", "target", "target-secret-22"))))
+            .isEqualTo(LoginOutcome.LOGGED_IN);
+        assertThat(Files.readString(recordFile(iqn, P1)))
+            .contains("node.session.auth.username_in = target", "node.session.auth.password_in = target-secret-22");
+        assertThat(iscsi.logout(iqn, P1)).isTrue();
+      } finally {
+        iscsi.logout(iqn, P1);
+        iscsi.deleteNode(iqn, P1);
+      }
+    }
+  }
+
+  @Test
+  void aTargetWhoseAclLacksThisInitiatorRefusesIt() throws IOException {
+    try (LioTarget target = LioTarget.create("acl", SIZE, dir, List.of(GuestIscsi.PORTAL_1))) {
+      target.allow("iqn.2003-01.dev.caravan.test:someone-else");
+      String iqn = target.iqn();
+      try {
+        assertThatThrownBy(() -> iscsi.login(iqn, P1, Optional.empty()))
+            .isInstanceOfSatisfying(IscsiLoginException.class,
+                e -> assertThat(e.reason()).isIn(Reason.REFUSED, Reason.AUTHENTICATION_FAILED));
+        assertThat(iscsi.session(iqn, P1)).isEmpty();
+      } finally {
+        iscsi.deleteNode(iqn, P1);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private String recordText(String iqn, Portal portal) throws IOException {
+    return Files.readString(recordFile(iqn, portal), StandardCharsets.UTF_8);
+  }
+
+  private Path recordFile(String iqn, Portal portal) {
+    NodeRecord record = iscsi.nodes().stream()
+        .filter(n -> n.target().equals(iqn) && n.portal().equals(portal))
+        .findFirst().orElseThrow(() -> new AssertionError("no node record for " + iqn + " at " + portal));
+    return NodeRecordFiles.fileOf(NodeRecordFiles.NODES, record);
+  }
+
+  private ScsiDisk awaitDisk(IscsiSession session) {
+    ScsiDisk disk = iscsi.awaitDisk(session, 0, WAIT);
+    assertThat(iscsi.disks(session)).containsExactly(disk);
+    return disk;
+  }
+
+  private static <T> T await(Supplier<Optional<T>> probe, String what) {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (true) {
+      Optional<T> value = probe.get();
+      if (value.isPresent()) {
+        return value.get();
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("waited " + WAIT + " for " + what);
+      }
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
+    }
+  }
+
+  private static byte[] pattern(long seed) {
+    byte[] bytes = new byte[1 << 20];
+    new Random(seed).nextBytes(bytes);
+    return bytes;
+  }
+
+  private static void writeAndSync(Path file, byte[] content) throws IOException {
+    try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+      ByteBuffer buffer = ByteBuffer.wrap(content);
+      while (buffer.hasRemaining()) {
+        channel.write(buffer);
+      }
+      channel.force(true);
+    }
+  }
+}
