@@ -7,6 +7,7 @@ import dev.caravan.storage.block.ScsiDisks;
 import dev.caravan.storage.internal.iscsi.OpenIscsi;
 import dev.caravan.storage.internal.iscsi.OpenIscsi.NodeInfo;
 import dev.caravan.storage.internal.iscsi.OpenIscsi.SessionInfo;
+import dev.caravan.storage.internal.sys.Sysfs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,7 +19,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * The host's software iSCSI initiator (open-iscsi): discover targets, log in and out, and find the
@@ -285,9 +285,9 @@ public final class Iscsi {
   private static List<String> scsiAddresses(IscsiSession session) {
     Path device = SESSIONS.resolve("session" + session.sid()).resolve("device");
     List<String> addresses = new ArrayList<>();
-    for (Path target : list(device)) {
+    for (Path target : Sysfs.entries(device)) {
       if (target.getFileName().toString().startsWith("target")) {
-        for (Path lun : list(target)) {
+        for (Path lun : Sysfs.entries(target)) {
           String name = lun.getFileName().toString();
           if (name.matches("\\d+:\\d+:\\d+:\\d+")) {
             addresses.add(name);
@@ -298,15 +298,6 @@ public final class Iscsi {
     return addresses;
   }
 
-  private static List<Path> list(Path dir) {
-    try (Stream<Path> entries = Files.list(dir)) {
-      return entries.sorted().toList();
-    } catch (NoSuchFileException e) {
-      return List.of();
-    } catch (IOException e) {
-      throw new StorageException("cannot list " + dir + ": " + e, e);
-    }
-  }
 
   /**
    * Checks that {@code name} is an iSCSI name (RFC 3720: {@code iqn.}, {@code eui.} or {@code

@@ -4,6 +4,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.internal.sys.Sysfs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -15,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * The host's device-mapper multipath maps, found by the WWID of the LUN behind them.
@@ -162,7 +162,7 @@ public final class Multipath {
 
   private static List<DmMap> dmMaps() {
     List<DmMap> maps = new ArrayList<>();
-    for (Path dir : list(SYS_BLOCK)) {
+    for (Path dir : Sysfs.entries(SYS_BLOCK)) {
       String kernelName = dir.getFileName().toString();
       if (!kernelName.startsWith("dm-")) {
         continue;
@@ -224,18 +224,9 @@ public final class Multipath {
   }
 
   private static List<String> names(Path dir) {
-    return list(dir).stream().map(p -> p.getFileName().toString()).toList();
+    return Sysfs.entries(dir).stream().map(p -> p.getFileName().toString()).toList();
   }
 
-  private static List<Path> list(Path dir) {
-    try (Stream<Path> entries = Files.list(dir)) {
-      return entries.sorted().toList();
-    } catch (NoSuchFileException e) {
-      return List.of();
-    } catch (IOException e) {
-      throw new StorageException("cannot list " + dir + ": " + e, e);
-    }
-  }
 
   private static void sleep() {
     try {
