@@ -1,6 +1,6 @@
 package dev.caravan.csi.cli;
 
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.dhv.DhvMain;
 import dev.caravan.csi.dhv.DhvInstaller;
 import java.io.File;
 import java.nio.file.Path;
@@ -33,7 +33,7 @@ final class DhvCommand implements Runnable {
     @Option(names = "--plugin-dir", required = true, description = "Nomad's host_volume_plugin_dir.")
     Path pluginDir;
 
-    @Option(names = "--driver", description = "Backend: file or local (default: file).")
+    @Option(names = "--driver", description = "Backend (default: file, so far the only one tested as a DHV plugin).")
     String driver = "file";
 
     @Option(names = "--data-dir", description = "Where volumes and records live (default: /var/lib/caravan/dhv/<driver>).")
@@ -50,8 +50,8 @@ final class DhvCommand implements Runnable {
 
     @Override
     public Integer call() {
-      if (!Backends.DRIVERS.contains(driver)) {
-        System.err.println("caravan dhv install: --driver must be one of " + Backends.DRIVERS);
+      if (!DhvMain.DRIVERS.contains(driver)) {
+        System.err.println("caravan dhv install: --driver must be one of " + DhvMain.DRIVERS);
         return 2;
       }
       Path launcher = java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java");

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -32,5 +33,18 @@ class DhvCommandTest {
     int status = new CommandLine(new Main()).execute("dhv", "install", "--plugin-dir", work.toString(),
         "--driver", "nfs");
     assertThat(status).isEqualTo(2);
+  }
+
+  /** Backends the Nomad harness does not run as DHV plugins yet are not offered as plugins. */
+  @Test
+  void backendsNotYetTestedAsPluginsAreRefused() throws IOException {
+    for (String driver : List.of("local", "qnap")) {
+      int status = new CommandLine(new Main()).execute("dhv", "install", "--plugin-dir", work.toString(),
+          "--driver", driver);
+      assertThat(status).as(driver).isEqualTo(2);
+    }
+    try (var written = Files.list(work)) {
+      assertThat(written.toList()).as("no plugin written").isEmpty();
+    }
   }
 }
