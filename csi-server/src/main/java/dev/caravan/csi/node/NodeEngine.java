@@ -165,9 +165,9 @@ public final class NodeEngine {
       }
       for (Path p : claimed) {
         if (staging.startsWith(p) || p.startsWith(staging)) {
+          String relation = staging.equals(p) ? " is " : p.startsWith(staging) ? " holds " : " lies in ";
           throw CsiException.invalid(
-              "staging_target_path " + staging + (staging.equals(p) ? " is " : p.startsWith(staging) ? " holds " : " lies in ")
-                  + p + ", where volume " + v.volumeId() + " is "
+              "staging_target_path " + staging + relation + p + ", where volume " + v.volumeId() + " is "
                   + (v.stagingPaths().contains(p) ? "staged" : "published")
                   + "; each volume needs a staging path of its own");
         }
@@ -497,14 +497,12 @@ public final class NodeEngine {
   }
 
   /** Grows the device (if the backend needs to) and the filesystem; returns the device size. */
-  /** Grows the filesystem of a mount volume to its device; returns the device's size. */
   public long expand(String volumeId, Path volumePath) {
     return expand(volumeId, volumePath, Optional.empty(), Optional.empty());
   }
 
   /**
-   * NodeExpandVolume: grows the filesystem of a mount volume to its device and returns the device's
-   * size. {@code accessType} and {@code fsType} are what the request's capability names, if it does:
+   * NodeExpandVolume: as {@link #expand(String, Path)}. {@code accessType} and {@code fsType} are what the request's capability names, if it does:
    * INVALID_ARGUMENT unless the volume is staged that way (the spec's row for a capability the volume
    * does not support).
    */
@@ -616,7 +614,7 @@ public final class NodeEngine {
   }
 
   private static String describe(AccessType type, String fsType) {
-    return type == AccessType.BLOCK ? "block access" : "a " + fsType + " mount";
+    return type == AccessType.BLOCK ? "block access" : fsType.isEmpty() ? "a mount" : "a " + fsType + " mount";
   }
 
   private static String describe(Optional<AccessMode> mode, List<String> mountFlags) {
