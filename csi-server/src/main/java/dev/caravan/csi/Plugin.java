@@ -4,11 +4,9 @@ import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
-import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.Observability;
 import dev.caravan.csi.server.CsiServer;
@@ -100,7 +98,7 @@ public final class Plugin implements AutoCloseable {
     // The journal first: the backend asks it what this node has staged and published.
     NodeJournal journal = NodeJournal.open(s.journalDir());
     Backend backend = Backends.open(
-        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options(), usageOf(journal)));
+        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options(), journal.usage()));
     Observability observability = null;
     try {
       observability = Observability.create(s, backend, journal);
@@ -127,12 +125,6 @@ public final class Plugin implements AutoCloseable {
       backend.close();
       throw e;
     }
-  }
-
-  /** The journal's records as the backends see them. */
-  private static NodeUsage usageOf(NodeJournal journal) {
-    return volumeId -> journal.get(volumeId).map(v -> new NodeUsage.Use(
-        v.accessType(), v.device(), v.stagingPaths(), v.targets().stream().map(StagedVolume.Published::target).toList()));
   }
 
   public Path socket() {

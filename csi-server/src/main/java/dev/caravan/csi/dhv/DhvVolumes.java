@@ -7,7 +7,6 @@ import dev.caravan.csi.backend.Backends;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.VolumeRequest;
@@ -65,9 +64,7 @@ final class DhvVolumes implements AutoCloseable {
   static DhvVolumes open(String driver, Mode mode, Path dataDir, Map<String, String> options, DhvRequest req,
       DhvStore store) {
     NodeJournal journal = NodeJournal.open(store.journalDir(req.nodeId(), req.volumeId()));
-    NodeUsage usage = id -> journal.get(id).map(v -> new NodeUsage.Use(v.accessType(), v.device(),
-        v.stagingPaths(), v.targets().stream().map(StagedVolume.Published::target).toList()));
-    Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, usage));
+    Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, journal.usage()));
     return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal));
   }
 

@@ -1,6 +1,7 @@
 package dev.caravan.csi.node;
 
 import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.node.StagedVolume.Staging;
 import dev.caravan.storage.file.AtomicFiles;
@@ -93,6 +94,12 @@ public final class NodeJournal {
 
   public Optional<StagedVolume> get(String volumeId) {
     return Optional.ofNullable(entries.get(volumeId));
+  }
+
+  /** This journal's records as the backends see them: what this node has staged and published. */
+  public NodeUsage usage() {
+    return volumeId -> get(volumeId).map(v -> new NodeUsage.Use(
+        v.accessType(), v.device(), v.stagingPaths(), v.targets().stream().map(Published::target).toList()));
   }
 
   public Collection<StagedVolume> all() {
