@@ -204,7 +204,7 @@ class LocalBackendOnLocalTest {
   }
 
   @Test
-  void killDashNineWithAStagedZvolAndANewProcessFinishesTheJob() throws Exception {
+  void killDashNineWithAStagedZvolAndTheNextPluginFinishesTheJob() throws Exception {
     VolumeCapability cap = Caps.mount("ext4");
     Volume v;
     Path staging = f.dir("staging/survivor");
@@ -219,18 +219,19 @@ class LocalBackendOnLocalTest {
     assertThat(MountTable.isMountPoint(staging)).isTrue();
     assertThat(MountTable.isMountPoint(target)).isTrue();
 
-    try (PluginProcess second = PluginProcess.start(f)) {
-      var stats = f.node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(v.getVolumeId())
-          .setVolumePath(target.toString()).build());
-      assertThat(stats.getVolumeCondition().getAbnormal()).isFalse();
-      assertThat(Files.readString(target.resolve("before-crash.txt"))).isEqualTo("durable");
-      assertThat(code(() -> f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())))
-          .as("in use").isEqualTo(Code.FAILED_PRECONDITION);
-      unpublish(v.getVolumeId(), target);
-      unstage(v.getVolumeId(), staging);
-      f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
-      assertThat(f.storageObjects()).isEmpty();
-      assertThat(f.ourMounts()).isEmpty();
-    }
+    // The next plugin runs in this JVM: only the killed one needs a process of its own, and a second
+    // JVM start costs tens of seconds under the guest's emulated CPU.
+    f.startPlugin();
+    var stats = f.node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setVolumePath(target.toString()).build());
+    assertThat(stats.getVolumeCondition().getAbnormal()).isFalse();
+    assertThat(Files.readString(target.resolve("before-crash.txt"))).isEqualTo("durable");
+    assertThat(code(() -> f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())))
+        .as("in use").isEqualTo(Code.FAILED_PRECONDITION);
+    unpublish(v.getVolumeId(), target);
+    unstage(v.getVolumeId(), staging);
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(f.storageObjects()).isEmpty();
+    assertThat(f.ourMounts()).isEmpty();
   }
 }
