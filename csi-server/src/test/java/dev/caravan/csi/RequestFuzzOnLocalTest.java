@@ -1,6 +1,10 @@
 package dev.caravan.csi;
 
-/** Fewer tries than on the host: the guest runs under an emulated CPU, where every call costs more. */
+/**
+ * Fewer tries than on the host: the guest runs under an emulated CPU, where every call costs more. What
+ * the local backend adds to the draws is its id shapes and parameters; the file backend's run on the
+ * host sends the thousands of requests that probe the shared validation.
+ */
 class RequestFuzzOnLocalTest extends RequestFuzz {
   @Override
   TestBackend backend() {
@@ -9,7 +13,7 @@ class RequestFuzzOnLocalTest extends RequestFuzz {
 
   @Override
   int defaultTries() {
-    return 25;
+    return 15;
   }
 
   /**
