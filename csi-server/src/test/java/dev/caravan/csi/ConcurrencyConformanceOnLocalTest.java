@@ -14,7 +14,7 @@ class ConcurrencyConformanceOnLocalTest extends ConcurrencyConformance {
 
   /**
    * Ten, not fifty: a round costs seconds on ZFS under the emulated CPU, and
-   * ControllerRulesConformanceOnLocalTest races the same two calls fifty times already.
+   * ControllerRulesConformanceOnLocalTest races the same two calls twenty more times.
    */
   @Override
   int raceRounds() {

@@ -6,4 +6,13 @@ class ControllerRulesConformanceOnLocalTest extends ControllerRulesConformance {
   TestBackend backend() {
     return TestBackend.local();
   }
+
+  /**
+   * Twenty: a round is four zvol operations and a {@code zfs list} under the guest's emulated CPU, and
+   * ConcurrencyConformanceOnLocalTest races create and delete ten more times.
+   */
+  @Override
+  int raceRounds() {
+    return 20;
+  }
 }

@@ -33,7 +33,7 @@ final class DhvCommand implements Runnable {
     @Option(names = "--plugin-dir", required = true, description = "Nomad's host_volume_plugin_dir.")
     Path pluginDir;
 
-    @Option(names = "--driver", description = "Backend (default: file, so far the only one tested as a DHV plugin).")
+    @Option(names = "--driver", description = "Backend (default: file; local for ZFS zvols).")
     String driver = "file";
 
     @Option(names = "--data-dir", description = "Where volumes and records live (default: /var/lib/caravan/dhv/<driver>).")

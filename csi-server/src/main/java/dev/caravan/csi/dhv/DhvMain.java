@@ -20,10 +20,10 @@ import java.util.regex.Pattern;
  */
 public final class DhvMain {
   /**
-   * The backends offered as DHV plugins: those the Nomad harness tests. local (ZFS) and qnap join
-   * once their runs in the guest exist.
+   * The backends offered as DHV plugins: those whose operations are tested (file on the host, local
+   * in the guest). qnap joins once its node side runs them in the guest.
    */
-  public static final List<String> DRIVERS = List.of("file");
+  public static final List<String> DRIVERS = List.of("file", "local");
 
   private static final System.Logger LOG = System.getLogger(DhvMain.class.getName());
   private static final Pattern SEMVER = Pattern.compile("[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?");

@@ -38,7 +38,7 @@ class DhvCommandTest {
   /** Backends the Nomad harness does not run as DHV plugins yet are not offered as plugins. */
   @Test
   void backendsNotYetTestedAsPluginsAreRefused() throws IOException {
-    for (String driver : List.of("local", "qnap")) {
+    for (String driver : List.of("qnap")) {
       int status = new CommandLine(new Main()).execute("dhv", "install", "--plugin-dir", work.toString(),
           "--driver", driver);
       assertThat(status).as(driver).isEqualTo(2);
