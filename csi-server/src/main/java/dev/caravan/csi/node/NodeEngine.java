@@ -409,9 +409,11 @@ public final class NodeEngine {
     try {
       if (recorded.isPresent()) {
         // Ours: undo whatever is stacked there (a crash between mount and journal can leave the same
-        // bind twice) without reading the mount table; Mounts.unmount returns false once nothing is left.
+        // bind twice) without reading the mount table. Asking statx first keeps the unmount count (a
+        // metric) to the mounts actually removed.
         int undone = 0;
-        while (undone < MAX_STACKED && timed("unmount", () -> Mounts.unmount(target))) {
+        while (undone < MAX_STACKED && MountTable.isMountPoint(target)
+            && timed("unmount", () -> Mounts.unmount(target))) {
           undone++;
         }
         if (undone > 0) {
