@@ -48,8 +48,8 @@ import java.util.stream.Stream;
  * directory made untimed, as Nomad makes it), NodeGetVolumeStats on a published target, stage/unstage
  * cycles of an already formatted volume, and for comparison the same publish through {@code mount
  * --bind} / {@code umount} run by host-storage's ToolRunner (the shell-out peers use) and through
- * host-storage's {@code Mounts.bind}/{@code unmount} called in this process (the floor: a mountinfo
- * read and a syscall each, no RPC and no journal).
+ * host-storage's {@code Mounts.bind}/{@code unmount} called in this process (the floor: the mount-point
+ * check, statx where the kernel has the mount id, and the syscall; no RPC and no journal).
  *
  * <p>In one run: {@code --jar a.jar,b.jar} serves each jar in turn (a fresh server, work directory and
  * volumes each), phase for phase, so a before and an after are measured side by side under the same
