@@ -44,7 +44,8 @@ import java.util.stream.Stream;
  * first (the server's JIT and the client's), then {@code --iterations} timed ones; percentiles are
  * exact over all timed calls.
  *
- * <p>Phases: publish/unpublish pairs (a fresh Nomad-style per-alloc target each time, parent
+ * <p>Phases: {@code interleaved} (all of the below but stage in one loop, see {@link #interleaved}; what
+ * the gate runs), publish/unpublish pairs (a fresh Nomad-style per-alloc target each time, parent
  * directory made untimed, as Nomad makes it), NodeGetVolumeStats on a published target, stage/unstage
  * cycles of an already formatted volume, and for comparison the same publish through {@code mount
  * --bind} / {@code umount} run by host-storage's ToolRunner (the shell-out peers use) and through
@@ -172,6 +173,9 @@ public final class NodeLatencyHarness {
         String pub = createVolume(controller, "bench-publish");
         String stg = createVolume(controller, "bench-stage");
         Path staging = stage(pub);
+        if (phases.contains("interleaved")) {
+          client.addAll(interleaved(pub, staging));
+        }
         if (phases.contains("probe")) {
           client.add(probe());
         }
@@ -358,6 +362,81 @@ public final class NodeLatencyHarness {
         NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build());
     dropAlloc(-1);
     return stats;
+  }
+
+  /**
+   * Every operation the gate compares, interleaved: each iteration makes a Probe, a publish, a stats
+   * call on that target, its unpublish, the same bind through {@code mount --bind}/{@code umount}, and
+   * through {@code Mounts.bind}/{@code unmount}, each onto a fresh target. A change in the machine's load
+   * during the phase then hits a cost and its reference alike, which is what makes their ratio steady
+   * enough for the gate; the separate phases measure each in a block of its own.
+   */
+  private List<Samples> interleaved(String vol, Path staging) throws IOException {
+    Samples probe = new Samples(PROBE, iterations);
+    Samples publish = new Samples(PUBLISH, iterations);
+    Samples stats = new Samples(STATS, iterations);
+    Samples unpublish = new Samples(UNPUBLISH, iterations);
+    Samples bindProcess = new Samples(BIND_PROCESS, iterations);
+    Samples unbindProcess = new Samples(UNBIND_PROCESS, iterations);
+    Samples bindFloor = new Samples(BIND_FLOOR, iterations);
+    Samples unbindFloor = new Samples(UNBIND_FLOOR, iterations);
+    ProbeRequest r = ProbeRequest.getDefaultInstance();
+    long from = -1;
+    for (int i = 0; i < warmup + iterations; i++) {
+      if (i == warmup) {
+        from = logSize();
+      }
+      boolean timed = i >= warmup;
+      Path target = target(i, vol);
+      NodePublishVolumeRequest p = NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
+          .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build();
+      NodeGetVolumeStatsRequest st =
+          NodeGetVolumeStatsRequest.newBuilder().setVolumeId(vol).setVolumePath(target.toString()).build();
+      NodeUnpublishVolumeRequest u =
+          NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build();
+      long t0 = System.nanoTime();
+      identity.probe(r);
+      long t1 = System.nanoTime();
+      node.nodePublishVolume(p);
+      long t2 = System.nanoTime();
+      NodeGetVolumeStatsResponse statsResponse = node.nodeGetVolumeStats(st);
+      long t3 = System.nanoTime();
+      node.nodeUnpublishVolume(u);
+      long t4 = System.nanoTime();
+      if (i == 0) {
+        check(statsResponse.getUsageCount() == 2 && !statsResponse.getVolumeCondition().getAbnormal(),
+            "unexpected stats " + statsResponse);
+        check(!MountTable.isMountPoint(target) && !Files.exists(target), "unpublish left " + target + " behind");
+      }
+      Path viaProcess = Files.createDirectories(target(i, "binary"));
+      long t5 = System.nanoTime();
+      ToolRunner.run(List.of("mount", "--bind", staging.toString(), viaProcess.toString()), TOOL_TIMEOUT);
+      long t6 = System.nanoTime();
+      ToolRunner.run(List.of("umount", viaProcess.toString()), TOOL_TIMEOUT);
+      long t7 = System.nanoTime();
+      Path direct = Files.createDirectories(target(i, "direct"));
+      long t8 = System.nanoTime();
+      Mounts.bind(staging, direct, false);
+      long t9 = System.nanoTime();
+      Mounts.unmount(direct);
+      long t10 = System.nanoTime();
+      if (timed) {
+        probe.add(t1 - t0);
+        publish.add(t2 - t1);
+        stats.add(t3 - t2);
+        unpublish.add(t4 - t3);
+        bindProcess.add(t6 - t5);
+        unbindProcess.add(t7 - t6);
+        bindFloor.add(t9 - t8);
+        unbindFloor.add(t10 - t9);
+      }
+      dropAlloc(i);
+    }
+    serverSide(PROBE, from, "Probe");
+    serverSide(PUBLISH, from, "NodePublishVolume");
+    serverSide(STATS, from, "NodeGetVolumeStats");
+    serverSide(UNPUBLISH, from, "NodeUnpublishVolume");
+    return List.of(probe, publish, stats, unpublish, bindProcess, unbindProcess, bindFloor, unbindFloor);
   }
 
   /** The same bind of the staging path onto a fresh target, through the binaries or in process. */
