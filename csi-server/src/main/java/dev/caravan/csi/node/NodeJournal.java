@@ -133,7 +133,9 @@ public final class NodeJournal {
           "ignoring the unreadable node journal record " + f + " (" + bytes.length + " bytes): torn by a power"
               + " loss or kernel crash, which also removed the mounts and devices it described");
       // left in place for a person to look at; the next write of this volume's record removes them
-      files.put(idOf(encodedId), new RecordFiles(newest.getKey(), List.copyOf(generations.values())));
+      // (unless a readable record of the volume is under its canonical name: a name no plugin wrote,
+      // like an escape of a plain character, must not make that record's files forgotten)
+      files.putIfAbsent(idOf(encodedId), new RecordFiles(newest.getKey(), List.copyOf(generations.values())));
       return;
     }
     for (Path older : generations.headMap(newest.getKey()).values()) {
