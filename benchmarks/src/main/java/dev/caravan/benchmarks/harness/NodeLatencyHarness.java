@@ -44,16 +44,25 @@ import java.util.stream.Stream;
  * first (the server's JIT and the client's), then {@code --iterations} timed ones; percentiles are
  * exact over all timed calls.
  *
- * <p>Phases: publish/unpublish pairs (a fresh Nomad-style per-alloc target each time, parent
+ * <p>Phases: {@code interleaved} (all of the below but stage in one loop, see {@link #interleaved}; what
+ * the gate runs), publish/unpublish pairs (a fresh Nomad-style per-alloc target each time, parent
  * directory made untimed, as Nomad makes it), NodeGetVolumeStats on a published target, stage/unstage
  * cycles of an already formatted volume, and for comparison the same publish through {@code mount
  * --bind} / {@code umount} run by host-storage's ToolRunner (the shell-out peers use) and through
- * host-storage's {@code Mounts.bind}/{@code unmount} called in this process (the floor: a mountinfo
- * read and a syscall each, no RPC and no journal).
+ * host-storage's {@code Mounts.bind}/{@code unmount} called in this process (the floor: the mount-point
+ * check, statx where the kernel has the mount id, and the syscall; no RPC and no journal).
+ *
+ * <p>In one run: {@code --jar a.jar,b.jar} serves each jar in turn (a fresh server, work directory and
+ * volumes each), phase for phase, so a before and an after are measured side by side under the same
+ * load; {@code --mount-tables 20,1000} repeats everything with the host's mount table filled with
+ * unrelated bind mounts up to that many lines ({@link Filler}). The rows, and the ratios of p50s the
+ * performance gate compares ({@link Gate}), go to {@code --json FILE}; {@code --gate BASELINE} compares
+ * them with a baseline and exits 1 when one grew beyond {@code --tolerance}.
  *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar dev.caravan.benchmarks.harness.NodeLatencyHarness \
- *     [--iterations 2000] [--warmup 500] [--jar csi-server/target/caravan.jar] [--launcher bin/caravan]
+ *     [--iterations 2000] [--warmup 500] [--jar csi-server/target/caravan.jar[,other.jar]] [--launcher bin/caravan]
+ *     [--mount-tables 20,1000] [--json result.json] [--gate baseline.json [--tolerance 0.6]]
  * </pre>
  */
 public final class NodeLatencyHarness {
@@ -84,72 +93,132 @@ public final class NodeLatencyHarness {
   }
 
   public static void main(String[] args) throws Exception {
-    Options o = new Options(args, Map.of("iterations", "2000", "warmup", "500", "launcher", "", "jar", "", "serve-args", "",
-        "work-dir", System.getProperty("java.io.tmpdir"), "phases", "probe,publish,stats,stage,binary,direct"));
+    Options o = new Options(args, Map.ofEntries(Map.entry("iterations", "2000"), Map.entry("warmup", "500"),
+        Map.entry("launcher", ""), Map.entry("jar", ""), Map.entry("serve-args", ""),
+        Map.entry("work-dir", System.getProperty("java.io.tmpdir")),
+        Map.entry("phases", "probe,publish,stats,stage,binary,direct"), Map.entry("mount-tables", "0"),
+        Map.entry("json", ""), Map.entry("gate", ""), Map.entry("tolerance", String.valueOf(Gate.DEFAULT_TOLERANCE))));
     Machine.requireRoot();
     Machine.quietClientLogs();
+    String before = Machine.load();
     System.out.println("node latency harness: " + Machine.describe() + " (before)");
-    Path work = Files.createTempDirectory(Path.of(o.get("work-dir")), "caravan-bench-node-");
-    NodeLatencyHarness h = new NodeLatencyHarness(o.integer("iterations"), o.integer("warmup"), work);
+    long started = System.nanoTime();
+    Path base = Files.createTempDirectory(Path.of(o.get("work-dir")), "caravan-bench-node-");
     List<String> phases = List.of(o.get("phases").split(",", -1));
-    List<Samples> results = new ArrayList<>();
-    Map<String, Long> rss;
+    // --jar a.jar,b.jar: each jar is served in turn, phase for phase, in this one run
+    List<String> jars = List.of(o.get("jar").split(",", -1));
+    List<Integer> tables = Stream.of(o.get("mount-tables").split(",", -1)).map(Integer::parseInt).toList();
+    List<Result> results = new ArrayList<>();
+    try (AutoCloseable cleanup = () -> cleanUp(base)) {
+      for (int table : tables) {
+        int lines = Filler.fill(base.resolve("filler"), table);
+        for (int j = 0; j < jars.size(); j++) {
+          String label = jars.size() == 1 ? "" : labelOf(jars.get(j), j);
+          Path work = Files.createDirectories(base.resolve("t" + lines + "-s" + j));
+          NodeLatencyHarness h = new NodeLatencyHarness(o.integer("iterations"), o.integer("warmup"), work);
+          results.addAll(h.run(o, jars.get(j), label, table, lines, phases));
+        }
+      }
+    }
+    String after = Machine.load();
+    double seconds = (System.nanoTime() - started) / 1e9;
+    System.out.println();
+    System.out.println(Result.header());
+    results.forEach(r -> System.out.println(r.row()));
+    List<Gate.Ratio> ratios = Gate.ratios(results);
+    System.out.println();
+    System.out.println("Ratios of p50s measured in this run (cost / reference: higher is slower):");
+    System.out.println();
+    System.out.println(Gate.Ratio.header());
+    ratios.forEach(r -> System.out.println(r.row()));
+    System.out.println();
+    System.out.printf(java.util.Locale.ROOT, "node latency harness: load average %s (after), %.0f s in all%n", after, seconds);
+    Map<String, Object> json = Gate.json(Machine.describe(), before, after, seconds, results, ratios);
+    if (!o.get("json").isEmpty()) {
+      Files.writeString(Path.of(o.get("json")), dev.caravan.csi.observe.Json.pretty(json) + "\n");
+      System.out.println("result written to " + o.get("json"));
+    }
+    if (!o.get("gate").isEmpty()) {
+      boolean ok = Gate.compare(Path.of(o.get("gate")), ratios, Double.parseDouble(o.get("tolerance")), System.out);
+      if (!ok) {
+        System.exit(1);
+      }
+    }
+  }
+
+  private static String labelOf(String jar, int index) {
+    return jar.isEmpty() ? "bin/caravan" : index + ":" + Path.of(jar).getFileName();
+  }
+
+  /** One server: start it, run the phases against it, stop it; the rows carry its label and table size. */
+  private List<Result> run(Options o, String jar, String label, int table, int lines, List<String> phases) throws Exception {
+    List<Samples> client = new ArrayList<>();
     Path launcher = o.launcher();
-    System.out.println("server: " + launcher + " serve (file backend), data and mounts under " + work);
+    Map<String, String> env = new java.util.HashMap<>();
+    if (!jar.isEmpty()) {
+      env.put("CARAVAN_JAR", Path.of(jar).toAbsolutePath().toString());
+    }
+    System.out.println("server " + (label.isEmpty() ? "" : label + " ") + "with " + lines
+        + " lines in the mount table: " + launcher + " serve (file backend), data and mounts under " + work);
+    Map<String, Long> rss;
     // Resources close in reverse: the server stops first, then the clean-up runs.
-    try (AutoCloseable cleanup = h::cleanUp;
-        ServerProcess server = ServerProcess.start(launcher, work, o.serverEnv(), o.serveArgs())) {
+    try (ServerProcess server = ServerProcess.start(launcher, work, env, o.serveArgs())) {
       long readyNanos = server.awaitProbeReady(Duration.ofSeconds(60));
       System.out.printf("server pid %d answered Probe ready %.0f ms after start%n", server.pid(), readyNanos / 1e6);
       try (UnixChannel ch = new UnixChannel(server.socket())) {
-        h.node = NodeGrpc.newBlockingStub(ch.channel());
-        h.identity = IdentityGrpc.newBlockingStub(ch.channel());
-        h.serverLog = work.resolve("server.log");
+        node = NodeGrpc.newBlockingStub(ch.channel());
+        identity = IdentityGrpc.newBlockingStub(ch.channel());
+        serverLog = work.resolve("server.log");
         ControllerGrpc.ControllerBlockingStub controller = ControllerGrpc.newBlockingStub(ch.channel());
-        String pub = h.createVolume(controller, "bench-publish");
-        String stg = h.createVolume(controller, "bench-stage");
-        Path staging = h.stage(pub);
+        String pub = createVolume(controller, "bench-publish");
+        String stg = createVolume(controller, "bench-stage");
+        Path staging = stage(pub);
+        if (phases.contains("interleaved")) {
+          client.addAll(interleaved(pub, staging));
+        }
         if (phases.contains("probe")) {
-          results.add(h.probe());
+          client.add(probe());
         }
         if (phases.contains("publish")) {
-          results.addAll(h.publishUnpublish(pub, staging));
+          client.addAll(publishUnpublish(pub, staging));
         }
         if (phases.contains("stats")) {
-          results.add(h.stats(pub, staging));
+          client.add(stats(pub, staging));
         }
         if (phases.contains("binary")) {
-          results.addAll(h.bindPairs("mount --bind (process)", "umount (process)", staging, true));
+          client.addAll(bindPairs(BIND_PROCESS, UNBIND_PROCESS, staging, true));
         }
         if (phases.contains("direct")) {
-          results.addAll(h.bindPairs("Mounts.bind (in-process floor)", "Mounts.unmount (in-process floor)", staging, false));
+          client.addAll(bindPairs(BIND_FLOOR, UNBIND_FLOOR, staging, false));
         }
-        h.unstage(pub, staging);
+        unstage(pub, staging);
         if (phases.contains("stage")) {
-          results.addAll(h.stageCycles(stg));
+          client.addAll(stageCycles(stg));
         }
-        TimeUnit.SECONDS.sleep(2);
+        TimeUnit.SECONDS.sleep(phases.contains("stage") ? 2 : 0);
         rss = server.rss();
         controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(pub).build());
         controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(stg).build());
       }
     }
-    System.out.println();
-    System.out.println(Samples.header());
-    results.forEach(s -> System.out.println(s.row()));
-    System.out.println();
-    System.out.println("Server side: the server's own log line for each timed call (from the start of the call in its");
-    System.out.println("outermost interceptor to the response being handed to grpc), same calls as above:");
-    System.out.println();
-    System.out.println(Samples.header());
-    h.serverSide.forEach(s -> System.out.println(s.row()));
-    System.out.println();
     System.out.println("server memory after the run (KiB): " + rss);
-    System.out.println("node latency harness: load average " + Machine.load() + " (after)");
+    List<Result> rows = new ArrayList<>();
+    client.forEach(c -> rows.add(new Result(label, table, lines, "client", c)));
+    serverSide.forEach(c -> rows.add(new Result(label, table, lines, "server", c)));
+    return rows;
   }
 
+  static final String PROBE = "Probe";
+  static final String PUBLISH = "NodePublishVolume";
+  static final String UNPUBLISH = "NodeUnpublishVolume";
+  static final String STATS = "NodeGetVolumeStats";
+  static final String BIND_PROCESS = "mount --bind (process)";
+  static final String UNBIND_PROCESS = "umount (process)";
+  static final String BIND_FLOOR = "Mounts.bind (in-process floor)";
+  static final String UNBIND_FLOOR = "Mounts.unmount (in-process floor)";
+
   private Samples probe() throws IOException {
-    Samples probe = new Samples("Probe (no-op RPC: transport floor)", iterations);
+    Samples probe = new Samples(PROBE, iterations);
     ProbeRequest r = ProbeRequest.getDefaultInstance();
     for (int i = 0; i < warmup; i++) {
       identity.probe(r);
@@ -160,7 +229,7 @@ public final class NodeLatencyHarness {
       identity.probe(r);
       probe.add(System.nanoTime() - t0);
     }
-    serverSide("Probe", from, "Probe");
+    serverSide(PROBE, from, "Probe");
     return probe;
   }
 
@@ -174,7 +243,7 @@ public final class NodeLatencyHarness {
    * land a moment after the loop ends; the count column shows whether any was missed).
    */
   private void serverSide(String name, long from, String method) throws IOException {
-    Samples s = new Samples(name + " (server side)", iterations);
+    Samples s = new Samples(name, iterations);
     byte[] all = Files.readAllBytes(serverLog);
     String text = new String(all, (int) Math.min(from, all.length), (int) Math.max(0, all.length - from),
         java.nio.charset.StandardCharsets.UTF_8);
@@ -295,6 +364,81 @@ public final class NodeLatencyHarness {
     return stats;
   }
 
+  /**
+   * Every operation the gate compares, interleaved: each iteration makes a Probe, a publish, a stats
+   * call on that target, its unpublish, the same bind through {@code mount --bind}/{@code umount}, and
+   * through {@code Mounts.bind}/{@code unmount}, each onto a fresh target. A change in the machine's load
+   * during the phase then hits a cost and its reference alike, which is what makes their ratio steady
+   * enough for the gate; the separate phases measure each in a block of its own.
+   */
+  private List<Samples> interleaved(String vol, Path staging) throws IOException {
+    Samples probe = new Samples(PROBE, iterations);
+    Samples publish = new Samples(PUBLISH, iterations);
+    Samples stats = new Samples(STATS, iterations);
+    Samples unpublish = new Samples(UNPUBLISH, iterations);
+    Samples bindProcess = new Samples(BIND_PROCESS, iterations);
+    Samples unbindProcess = new Samples(UNBIND_PROCESS, iterations);
+    Samples bindFloor = new Samples(BIND_FLOOR, iterations);
+    Samples unbindFloor = new Samples(UNBIND_FLOOR, iterations);
+    ProbeRequest r = ProbeRequest.getDefaultInstance();
+    long from = -1;
+    for (int i = 0; i < warmup + iterations; i++) {
+      if (i == warmup) {
+        from = logSize();
+      }
+      boolean timed = i >= warmup;
+      Path target = target(i, vol);
+      NodePublishVolumeRequest p = NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
+          .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build();
+      NodeGetVolumeStatsRequest st =
+          NodeGetVolumeStatsRequest.newBuilder().setVolumeId(vol).setVolumePath(target.toString()).build();
+      NodeUnpublishVolumeRequest u =
+          NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build();
+      long t0 = System.nanoTime();
+      identity.probe(r);
+      long t1 = System.nanoTime();
+      node.nodePublishVolume(p);
+      long t2 = System.nanoTime();
+      NodeGetVolumeStatsResponse statsResponse = node.nodeGetVolumeStats(st);
+      long t3 = System.nanoTime();
+      node.nodeUnpublishVolume(u);
+      long t4 = System.nanoTime();
+      if (i == 0) {
+        check(statsResponse.getUsageCount() == 2 && !statsResponse.getVolumeCondition().getAbnormal(),
+            "unexpected stats " + statsResponse);
+        check(!MountTable.isMountPoint(target) && !Files.exists(target), "unpublish left " + target + " behind");
+      }
+      Path viaProcess = Files.createDirectories(target(i, "binary"));
+      long t5 = System.nanoTime();
+      ToolRunner.run(List.of("mount", "--bind", staging.toString(), viaProcess.toString()), TOOL_TIMEOUT);
+      long t6 = System.nanoTime();
+      ToolRunner.run(List.of("umount", viaProcess.toString()), TOOL_TIMEOUT);
+      long t7 = System.nanoTime();
+      Path direct = Files.createDirectories(target(i, "direct"));
+      long t8 = System.nanoTime();
+      Mounts.bind(staging, direct, false);
+      long t9 = System.nanoTime();
+      Mounts.unmount(direct);
+      long t10 = System.nanoTime();
+      if (timed) {
+        probe.add(t1 - t0);
+        publish.add(t2 - t1);
+        stats.add(t3 - t2);
+        unpublish.add(t4 - t3);
+        bindProcess.add(t6 - t5);
+        unbindProcess.add(t7 - t6);
+        bindFloor.add(t9 - t8);
+        unbindFloor.add(t10 - t9);
+      }
+      dropAlloc(i);
+    }
+    serverSide(PROBE, from, "Probe");
+    serverSide(PUBLISH, from, "NodePublishVolume");
+    serverSide(STATS, from, "NodeGetVolumeStats");
+    serverSide(UNPUBLISH, from, "NodeUnpublishVolume");
+    return List.of(probe, publish, stats, unpublish, bindProcess, unbindProcess, bindFloor, unbindFloor);
+  }
+
   /** The same bind of the staging path onto a fresh target, through the binaries or in process. */
   private List<Samples> bindPairs(String bindName, String unbindName, Path staging, boolean binaries)
       throws IOException {
@@ -360,12 +504,14 @@ public final class NodeLatencyHarness {
     return List.of(stage, unstage);
   }
 
-  /** Unmounts whatever a failed run left under the work directory, then deletes it. */
-  private void cleanUp() throws IOException {
+  /** Unmounts whatever the run left under the work directory (fillers, a failed run's), then deletes it. */
+  private static void cleanUp(Path work) throws IOException {
     List<Path> left = MountTable.read().stream().map(m -> m.mountPoint()).filter(m -> m.startsWith(work))
         .sorted(Comparator.comparingInt(Path::getNameCount).reversed()).toList();
     for (Path m : left) {
-      System.err.println("cleaning up a mount the run left behind: " + m);
+      if (!m.getParent().getFileName().toString().equals("filler")) {
+        System.err.println("cleaning up a mount the run left behind: " + m);
+      }
       while (MountTable.isMountPoint(m) && Mounts.unmount(m)) {
         // stacked
       }

@@ -48,6 +48,9 @@ import java.util.stream.Collectors;
  */
 public final class NodeEngine {
   private static final System.Logger LOG = System.getLogger(NodeEngine.class.getName());
+  // More mounts than this stacked at one target means something keeps mounting there: stop, and removing
+  // the still busy target then fails the call.
+  private static final int MAX_STACKED = 64;
 
   private final NodeBackend backend;
   private final NodeJournal journal;
@@ -309,8 +312,7 @@ public final class NodeEngine {
     if (c.targets().isEmpty()) {
       return c;
     }
-    List<MountEntry> table = MountTable.read();
-    List<Published> live = c.targets().stream().filter(t -> !mountsAt(table, t.target()).isEmpty()).toList();
+    List<Published> live = c.targets().stream().filter(t -> MountTable.isMountPoint(t.target())).toList();
     if (live.size() == c.targets().size()) {
       return c;
     }
@@ -405,7 +407,24 @@ public final class NodeEngine {
               + " which only NodeUnstageVolume undoes");
     }
     try {
-      // One read of the mount table: how many mounts are stacked at the target, and the topmost.
+      if (recorded.isPresent()) {
+        // Ours: undo whatever is stacked there (a crash between mount and journal can leave the same
+        // bind twice) without reading the mount table. Asking statx first keeps the unmount count (a
+        // metric) to the mounts actually removed.
+        int undone = 0;
+        while (undone < MAX_STACKED && MountTable.isMountPoint(target)
+            && timed("unmount", () -> Mounts.unmount(target))) {
+          undone++;
+        }
+        if (undone > 0) {
+          CrashPoints.reach("unpublish.after-unmount");
+        }
+        removeTarget(target);
+        CrashPoints.reach("unpublish.after-remove-target");
+        journal.put(current.get().withoutTarget(target));
+        return;
+      }
+      // Not recorded: one read of the mount table: how many mounts are stacked there, and the topmost.
       List<MountEntry> stacked = mountsAt(MountTable.read(), target);
       if (!stacked.isEmpty()) {
         MountEntry top = topmost(stacked);

@@ -16,24 +16,41 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 /**
  * What this node has staged and published, kept on the host (under the data directory) so that it
- * survives a plugin crash: one small properties file per volume, each replaced atomically by a
- * write and a rename ({@link AtomicFiles#replace}), without fsync. That is enough: the page cache
- * survives a plugin crash, kill or upgrade, which is what the journal is for, while a power loss or
- * kernel crash also removes every mount and loop device a record describes. A record torn by such a
- * crash (empty, truncated or garbled) is therefore read as absent, with a warning. The node engine
- * writes a record <em>before</em> it changes the host (intent first) and trims it after undoing a
- * change, so a crash at any point leaves a record that covers everything that may exist. Read once at start and reconciled with the mount table by
+ * survives a plugin crash: small properties files, one current record per volume, without fsync.
+ * That is enough: the page cache survives a plugin crash, kill or upgrade, which is what the journal
+ * is for, while a power loss or kernel crash also removes every mount and loop device a record
+ * describes. A record torn by such a crash (empty, truncated or garbled) is therefore read as
+ * absent, with a warning. The node engine writes a record <em>before</em> it changes the host
+ * (intent first) and trims it after undoing a change, so a crash at any point leaves a record that
+ * covers everything that may exist. Read once at start and reconciled with the mount table by
  * {@link NodeEngine#reconcile()}; afterwards the in-memory copy is authoritative (calls for one volume
  * are serialized by the services).
+ *
+ * <p><b>Records are never replaced in place.</b> Each write makes a new generation, {@code
+ * <id>.<n>.staged} (written to a temporary name and renamed onto that new name), and only then
+ * unlinks the previous generation. Renaming <em>over</em> an existing file makes ext4 (default
+ * {@code auto_da_alloc}) start writeback of the new file's data and wait for it: measured here at
+ * about four times the cost of the same write renamed onto a fresh name, on every publish and
+ * unpublish. Appending generations keeps the journal where it always was (no new setting, no move
+ * for an upgraded plugin to migrate, the same directory for the DHV plugin and {@code caravan
+ * inspect}, and the journal stays with the data directory it describes, so two plugins on one host
+ * never share one), rather than moving it to a tmpfs, which a host may not have at {@code /run}
+ * (this one does not). A record written by an older plugin, {@code <id>.staged}, is generation 0
+ * and is read as it is; the first write after an upgrade supersedes it. At open the newest
+ * generation of each volume wins and older ones (left by a crash between the rename and the
+ * unlink) are removed.
  */
 public final class NodeJournal {
   private static final System.Logger LOG = System.getLogger(NodeJournal.class.getName());
@@ -41,6 +58,39 @@ public final class NodeJournal {
 
   private final Path dir;
   private final Map<String, StagedVolume> entries = new ConcurrentHashMap<>();
+  /** Per volume id: its newest generation on disk and every file of it there, newest last. */
+  private final Map<String, RecordFiles> files = new ConcurrentHashMap<>();
+
+  /** The files of one volume's record: the newest generation number and the files, newest last. */
+  private record RecordFiles(long generation, List<Path> paths) {
+    RecordFiles {
+      paths = List.copyOf(paths);
+    }
+
+    Path current() {
+      return paths.getLast();
+    }
+  }
+
+  /** A record file's name taken apart: the encoded volume id and the generation. */
+  private record Name(String encodedId, long generation) {
+    static Optional<Name> of(String fileName) {
+      if (!fileName.endsWith(SUFFIX) || fileName.startsWith(".")) {
+        return Optional.empty();
+      }
+      String stem = fileName.substring(0, fileName.length() - SUFFIX.length());
+      int dot = stem.indexOf('.');
+      if (dot < 0) {
+        return Optional.of(new Name(stem, 0)); // written by an older plugin
+      }
+      try {
+        long generation = Long.parseLong(stem.substring(dot + 1));
+        return generation > 0 ? Optional.of(new Name(stem.substring(0, dot), generation)) : Optional.empty();
+      } catch (NumberFormatException e) {
+        return Optional.empty();
+      }
+    }
+  }
 
   private NodeJournal(Path dir) {
     this.dir = dir;
@@ -50,15 +100,21 @@ public final class NodeJournal {
     NodeJournal journal = new NodeJournal(dir);
     try {
       Files.createDirectories(dir);
-      try (Stream<Path> files = Files.list(dir)) {
-        for (Path f : (Iterable<Path>) files::iterator) {
+      Map<String, NavigableMap<Long, Path>> byVolume = new HashMap<>();
+      try (Stream<Path> list = Files.list(dir)) {
+        for (Path f : (Iterable<Path>) list::iterator) {
           String name = f.getFileName().toString();
-          if (name.endsWith(SUFFIX)) {
-            journal.load(f);
+          Optional<Name> parsed = Name.of(name);
+          if (parsed.isPresent()) {
+            byVolume.computeIfAbsent(parsed.get().encodedId(), k -> new TreeMap<>())
+                .put(parsed.get().generation(), f);
           } else if (name.startsWith(".") && name.contains(SUFFIX + ".tmp-")) {
-            Files.deleteIfExists(f); // a replace cut short by a crash
+            Files.deleteIfExists(f); // a write cut short by a crash
           }
         }
+      }
+      for (Map.Entry<String, NavigableMap<Long, Path>> e : byVolume.entrySet()) {
+        journal.load(e.getKey(), e.getValue());
       }
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read the node journal in " + dir, e);
@@ -66,15 +122,26 @@ public final class NodeJournal {
     return journal;
   }
 
-  private void load(Path f) throws IOException {
+  /** Loads the newest generation of one volume's record; removes the older ones it supersedes. */
+  private void load(String encodedId, NavigableMap<Long, Path> generations) throws IOException {
+    Map.Entry<Long, Path> newest = generations.lastEntry();
+    Path f = newest.getValue();
     byte[] bytes = Files.readAllBytes(f);
-    Optional<StagedVolume> v = parse(bytes).filter(r -> file(r.volumeId()).equals(f));
+    Optional<StagedVolume> v = parse(bytes).filter(r -> stem(r.volumeId()).equals(encodedId));
     if (v.isEmpty()) {
       LOG.log(System.Logger.Level.WARNING,
           "ignoring the unreadable node journal record " + f + " (" + bytes.length + " bytes): torn by a power"
               + " loss or kernel crash, which also removed the mounts and devices it described");
+      // left in place for a person to look at; the next write of this volume's record removes them
+      // (unless a readable record of the volume is under its canonical name: a name no plugin wrote,
+      // like an escape of a plain character, must not make that record's files forgotten)
+      files.putIfAbsent(idOf(encodedId), new RecordFiles(newest.getKey(), List.copyOf(generations.values())));
       return;
     }
+    for (Path older : generations.headMap(newest.getKey()).values()) {
+      Files.deleteIfExists(older); // superseded: a crash came between a write and its unlink
+    }
+    files.put(v.get().volumeId(), new RecordFiles(newest.getKey(), List.of(f)));
     entries.put(v.get().volumeId(), v.get());
   }
 
@@ -106,18 +173,40 @@ public final class NodeJournal {
     return List.copyOf(entries.values());
   }
 
+  /**
+   * Writes {@code v} as the volume's record: a new generation, then the previous one unlinked (see
+   * the class comment for why never over it). A crash in between leaves both; the next open keeps
+   * the newer.
+   */
   public void put(StagedVolume v) {
-    AtomicFiles.replace(file(v.volumeId()), encode(v));
-    entries.put(v.volumeId(), v);
+    String id = v.volumeId();
+    RecordFiles before = files.get(id);
+    long generation = before == null ? 1 : before.generation() + 1;
+    Path next = file(id, generation);
+    AtomicFiles.replace(next, encode(v)); // onto a name that does not exist: nothing is replaced
+    files.put(id, new RecordFiles(generation, List.of(next)));
+    entries.put(id, v);
+    if (before != null) {
+      unlink(id, before.paths());
+    }
   }
 
   public void remove(String volumeId) {
-    try {
-      Files.deleteIfExists(file(volumeId));
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot remove the journal record of " + volumeId, e);
-    }
+    RecordFiles before = files.remove(volumeId);
     entries.remove(volumeId);
+    if (before != null) {
+      unlink(volumeId, before.paths());
+    }
+  }
+
+  private static void unlink(String volumeId, List<Path> paths) {
+    try {
+      for (Path p : paths) {
+        Files.deleteIfExists(p);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot remove an old journal record of " + volumeId, e);
+    }
   }
 
   /**
@@ -134,8 +223,21 @@ public final class NodeJournal {
     }
   }
 
-  /** File name for a volume id: anything outside [A-Za-z0-9_-] is percent-encoded, so no id escapes the directory. */
+  /**
+   * The file holding a volume's current record, or for a volume without one the file its first
+   * record will be written to.
+   */
   public Path file(String volumeId) {
+    RecordFiles f = files.get(volumeId);
+    return f == null ? file(volumeId, 1) : f.current();
+  }
+
+  private Path file(String volumeId, long generation) {
+    return dir.resolve(stem(volumeId) + "." + generation + SUFFIX);
+  }
+
+  /** A volume id as a file name: anything outside [A-Za-z0-9_-] is percent-encoded, so no id escapes the directory. */
+  private static String stem(String volumeId) {
     StringBuilder name = new StringBuilder();
     for (byte b : volumeId.getBytes(StandardCharsets.UTF_8)) {
       char c = (char) (b & 0xff);
@@ -145,7 +247,23 @@ public final class NodeJournal {
         name.append('%').append(String.format("%02X", b & 0xff));
       }
     }
-    return dir.resolve(name + SUFFIX);
+    return name.toString();
+  }
+
+  /** The inverse of {@link #stem}; a malformed escape (a name no plugin wrote) is kept as it is. */
+  private static String idOf(String encoded) {
+    java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    for (int i = 0; i < encoded.length(); i++) {
+      char c = encoded.charAt(i);
+      if (c == '%' && i + 2 < encoded.length() && HexFormat.isHexDigit(encoded.charAt(i + 1))
+          && HexFormat.isHexDigit(encoded.charAt(i + 2))) {
+        bytes.write(HexFormat.fromHexDigits(encoded, i + 1, i + 3));
+        i += 2;
+      } else {
+        bytes.write(c);
+      }
+    }
+    return bytes.toString(StandardCharsets.UTF_8);
   }
 
   static byte[] encode(StagedVolume v) {

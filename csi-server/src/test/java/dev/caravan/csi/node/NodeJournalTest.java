@@ -117,4 +117,66 @@ class NodeJournalTest {
       assertThat(files).hasSize(2); // left in place for a person to look at; the next put replaces it
     }
   }
+
+  private List<String> names() throws Exception {
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.map(p -> p.getFileName().toString()).sorted().toList();
+    }
+  }
+
+  @Test
+  void aWriteNeverReplacesAnExistingFileAndLeavesOneFilePerVolume() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    journal.put(volume("a"));
+    journal.put(volume("b"));
+    for (int i = 0; i < 3; i++) {
+      List<String> before = names();
+      StagedVolume changed = volume("a").withTarget(new Published(Path.of("/target/x" + i), Path.of("/staging/a"), true));
+      journal.put(changed);
+      String written = journal.file("a").getFileName().toString();
+      assertThat(before).as("the new record went to a name that did not exist").doesNotContain(written);
+      assertThat(names()).hasSize(2).contains(written);
+      assertThat(journal.readFromDisk("a")).contains(changed);
+      assertThat(NodeJournal.open(dir).get("a")).contains(changed);
+    }
+    journal.remove("a");
+    assertThat(names()).containsExactly(journal.file("b").getFileName().toString());
+    assertThat(warnings).isEmpty();
+  }
+
+  @Test
+  void aRecordWrittenByAnOlderPluginIsReadAndSupersededByTheNextWrite() throws Exception {
+    StagedVolume old = volume("vol/1");
+    Path legacy = dir.resolve("vol%2F1.staged"); // the name older plugins wrote, replaced in place
+    Files.write(legacy, NodeJournal.encode(old));
+
+    NodeJournal journal = NodeJournal.open(dir);
+    assertThat(journal.all()).containsExactly(old);
+    assertThat(journal.file("vol/1")).isEqualTo(legacy);
+    assertThat(journal.readFromDisk("vol/1")).contains(old);
+
+    StagedVolume changed = old.withTarget(new Published(Path.of("/target/2"), Path.of("/staging/vol/1"), false));
+    journal.put(changed);
+    assertThat(legacy).doesNotExist();
+    assertThat(NodeJournal.open(dir).all()).containsExactly(changed);
+    assertThat(warnings).isEmpty();
+  }
+
+  @Test
+  void aCrashBetweenAWriteAndItsUnlinkKeepsTheNewerRecord() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    StagedVolume first = volume("a");
+    journal.put(first);
+    Path older = journal.file("a");
+    byte[] olderBytes = Files.readAllBytes(older);
+    StagedVolume second = first.withTarget(new Published(Path.of("/target/b"), Path.of("/staging/a"), false));
+    journal.put(second);
+    Files.write(older, olderBytes); // as if killed after the rename, before the unlink
+
+    NodeJournal reopened = NodeJournal.open(dir);
+    assertThat(reopened.all()).containsExactly(second);
+    assertThat(older).as("the superseded generation is removed at open").doesNotExist();
+    assertThat(names()).containsExactly(journal.file("a").getFileName().toString());
+    assertThat(warnings).isEmpty();
+  }
 }

@@ -113,13 +113,13 @@ public final class Mounts {
    */
   public static boolean unmount(Path target) {
     synchronized (lockFor(target)) {
-      Optional<MountEntry> entry = MountTable.at(target);
-      if (entry.isEmpty()) {
+      // umount2 resolves the path as isMountPoint did (parents followed, the last component not)
+      if (!MountTable.isMountPoint(target)) {
         return false;
       }
       for (int attempt = 1; ; attempt++) {
         try {
-          Libc.umount2(entry.get().mountPoint(), LinuxUapi.UMOUNT_NOFOLLOW());
+          Libc.umount2(target, LinuxUapi.UMOUNT_NOFOLLOW());
           return true;
         } catch (SyscallException e) {
           if (e.errno() == Errno.EINVAL) {
