@@ -29,6 +29,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Predicate;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -108,6 +111,24 @@ class SessionSweeperGuestTest {
         }
       };
       SessionSweeper sweeper = new SessionSweeper(iscsi, multipath, GRACE);
+      List<String> log = new ArrayList<>();
+      Handler capture = new Handler() {
+        @Override
+        public void publish(LogRecord r) {
+          synchronized (log) {
+            log.add(java.text.MessageFormat.format(r.getMessage(), r.getParameters()));
+          }
+        }
+
+        @Override
+        public void flush() {}
+
+        @Override
+        public void close() {}
+      };
+      Logger sweepLog = Logger.getLogger(SessionSweeper.class.getName()); // held: JUL keeps loggers weakly
+      sweepLog.addHandler(capture);
+      cleanups.add(() -> sweepLog.removeHandler(capture));
 
       Map<String, Action> first = byTarget(sweeper.sweep(scope, claims));
       assertThat(first).containsExactlyInAnyOrderEntriesOf(Map.of(
@@ -128,6 +149,7 @@ class SessionSweeperGuestTest {
           .containsEntry(wanted.iqn(), Action.KEPT_WANTED);
       assertThat(sessionTo(leaked, P1)).isPresent();
       assertThat(multipath.map(leakedWwid)).isPresent();
+      int leakedSid = sessionTo(leaked, P1).orElseThrow().sid();
 
       // Closed again: the next sweep flushes the map and logs the session out. The busy one's grace
       // started again, so it waits.
@@ -139,6 +161,13 @@ class SessionSweeperGuestTest {
           .doesNotContainKey(outside.iqn());
       assertThat(sessionTo(leaked, P1)).isEmpty();
       assertThat(multipath.map(leakedWwid)).isEmpty();
+      synchronized (log) {
+        assertThat(log).anyMatch(l -> l.startsWith("iscsi sweeper: did not log out session " + leakedSid + " (target "
+            + leaked.iqn() + " at " + P1 + ")"));
+        assertThat(log).anyMatch(l -> l.startsWith("iscsi sweeper: flushed the unused multipath map " + leakedWwid));
+        assertThat(log).anyMatch(l -> l.startsWith("iscsi sweeper: logged out session " + leakedSid + " (target "
+            + leaked.iqn() + " at " + P1 + ")"));
+      }
 
       // Everything else is as it was, the mounted filesystem included.
       for (LioTarget t : List.of(mounted, wanted, busy, outside)) {
