@@ -146,7 +146,7 @@ public final class SessionSweeper {
         return new SweepOutcome(session, SweepOutcome.Action.GONE, "ended before the logout");
       }
       LOG.log(System.Logger.Level.INFO,
-          "iscsi sweeper: logged out session {0}: no claim, mount or holder ({1})", describe(session), d.detail());
+          "iscsi sweeper: logged out session {0}: no claim, mount or holder for {1}", describe(session), d.detail());
       return new SweepOutcome(session, SweepOutcome.Action.LOGGED_OUT, d.detail());
     } catch (MapInUseException e) {
       return new SweepOutcome(session, SweepOutcome.Action.KEPT_IN_USE, String.valueOf(e.getMessage()));

@@ -24,14 +24,10 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.function.Predicate;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
@@ -61,19 +57,9 @@ class SessionSweeperGuestTest {
 
   @TempDir Path dir;
 
-  private long last = System.nanoTime();
-
   @BeforeEach
   void requireGuest() {
     GuestIscsi.assumeAvailable();
-    step("iSCSI daemons");
-  }
-
-  /** Prints how long the step just finished took: where the guest's time goes, in the log. */
-  private void step(String done) {
-    long now = System.nanoTime();
-    System.out.printf("  %-40s %6d ms%n", done, (now - last) / 1_000_000);
-    last = now;
   }
 
   @Test
@@ -87,29 +73,16 @@ class SessionSweeperGuestTest {
       LioTarget busy = target("busy", GuestIscsi.PORTAL_1, targets);
       LioTarget outside = target("outside", GuestIscsi.PORTAL_2, targets);
       Map<LioTarget, Portal> portals = Map.of(leaked, P1, mounted, P1, wanted, P1, busy, P1, outside, P2);
-      step("targets");
-      // The five logins, LUN scans and maps at once: most of their time is waiting for the kernel,
-      // udev and multipathd.
-      Map<LioTarget, Future<MultipathMap>> maps = new HashMap<>();
-      ExecutorService pool = Executors.newFixedThreadPool(targets.size());
-      try {
-        for (LioTarget t : targets) {
-          Portal portal = portals.get(t);
-          cleanups.add(() -> cleanUp(t.iqn(), portal));
-          maps.put(t, pool.submit(() -> {
-            assertThat(iscsi.login(t.iqn(), portal, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
-            return awaitMap(t, portal);
-          }));
-        }
-        for (Future<MultipathMap> map : maps.values()) {
-          map.get();
-        }
-      } finally {
-        pool.shutdown();
+      for (LioTarget t : targets) {
+        Portal portal = portals.get(t);
+        assertThat(iscsi.login(t.iqn(), portal, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
+        cleanups.add(() -> cleanUp(t.iqn(), portal));
       }
-      Wwid leakedWwid = maps.get(leaked).get().wwid();
-      MultipathMap mountedMap = maps.get(mounted).get();
-      step("5 logins, disks and maps");
+      Wwid leakedWwid = awaitMap(leaked, P1).wwid();
+      MultipathMap mountedMap = awaitMap(mounted, P1);
+      for (LioTarget t : List.of(wanted, busy, outside)) {
+        awaitMap(t, portals.get(t));
+      }
 
       assertThat(Filesystems.formatIfEmpty(mountedMap.device(), FsType.EXT4, List.of()))
           .isEqualTo(FormatOutcome.FORMATTED);
@@ -121,7 +94,6 @@ class SessionSweeperGuestTest {
         }
       });
       Files.writeString(mnt.resolve("data"), "kept", StandardCharsets.UTF_8);
-      step("mkfs.ext4 + mount");
 
       // Scope: this test's targets at portal 1 (a node gives its appliance's portals). The caller
       // wants one target, and is attaching through another whenever the sweeper asks to hold it.
@@ -189,7 +161,6 @@ class SessionSweeperGuestTest {
           .doesNotContainKey(outside.iqn());
       assertThat(sessionTo(leaked, P1)).isEmpty();
       assertThat(multipath.map(leakedWwid)).isEmpty();
-      step("3 sweeps");
       synchronized (log) {
         assertThat(log).anyMatch(l -> l.startsWith("iscsi sweeper: did not log out session " + leakedSid + " (target "
             + leaked.iqn() + " at " + P1 + ")"));
