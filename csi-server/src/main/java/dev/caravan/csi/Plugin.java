@@ -4,6 +4,8 @@ import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.iscsi.IscsiSweeperService;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
@@ -84,22 +86,31 @@ public final class Plugin implements AutoCloseable {
   private final NodeEngine engine;
   private final Observability observability;
   private final VolumeLocks locks;
+  private final AutoCloseable sweeper;
 
-  private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability, VolumeLocks locks) {
+  private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability, VolumeLocks locks,
+      AutoCloseable sweeper) {
     this.backend = backend;
     this.server = server;
     this.engine = engine;
     this.observability = observability;
     this.locks = locks;
+    this.sweeper = sweeper;
   }
 
+  /** With the leaked-session sweeper at its defaults ({@link IscsiGc#DEFAULT}: on, for the qnap driver). */
   public static Plugin start(Settings s) throws IOException {
+    return start(s, IscsiGc.DEFAULT);
+  }
+
+  public static Plugin start(Settings s, IscsiGc iscsiGc) throws IOException {
     AllowedRoots roots = AllowedRoots.of(s.effectiveAllowedRoots());
     // The journal first: the backend asks it what this node has staged and published.
     NodeJournal journal = NodeJournal.open(s.journalDir());
     Backend backend = Backends.open(
         s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options(), journal.usage()));
     Observability observability = null;
+    AutoCloseable sweeper = () -> {};
     try {
       observability = Observability.create(s, backend, journal);
       NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
@@ -113,12 +124,16 @@ public final class Plugin implements AutoCloseable {
       // Everything else is bound first: the CSI socket is what tells the CO the plugin is up (it probes
       // as soon as the socket appears), so a plugin that cannot serve its HTTP port must never open it.
       observability.start(controller);
+      // Its first sweep comes one interval later, with the services up; it shares their locks.
+      sweeper = IscsiSweeperService.start(iscsiGc, s.driver(), s.options(), journal, controller, locks,
+          observability.metrics());
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
           new ControllerService(controller, locks, s.nodeId()),
           new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors());
-      return new Plugin(backend, server, engine, observability, locks);
+      return new Plugin(backend, server, engine, observability, locks, sweeper);
     } catch (IOException | RuntimeException e) {
+      close(sweeper);
       if (observability != null) {
         observability.close();
       }
@@ -158,8 +173,17 @@ public final class Plugin implements AutoCloseable {
     try {
       server.shutdown(drain);
     } finally {
+      close(sweeper);
       observability.close();
       backend.close();
+    }
+  }
+
+  private static void close(AutoCloseable sweeper) {
+    try {
+      sweeper.close();
+    } catch (Exception e) {
+      LOG.log(System.Logger.Level.WARNING, "cannot stop the iscsi sweeper", e);
     }
   }
 

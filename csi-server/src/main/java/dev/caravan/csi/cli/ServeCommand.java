@@ -2,6 +2,7 @@ package dev.caravan.csi.cli;
 
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.nomad.NomadClient;
@@ -39,7 +40,7 @@ final class ServeCommand implements Callable<Integer> {
   private static final Set<String> CONFIG_KEYS =
       Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds",
           "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
-          "allowed-roots");
+          "allowed-roots", "iscsi-gc", "iscsi-gc-interval-seconds", "iscsi-gc-grace-seconds");
 
   @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap serves the"
       + " controller only so far (LUNs, targets, snapshots, and ControllerPublish as the fence: the node id must be"
@@ -91,7 +92,13 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
   Boolean metrics;
 
-  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
+  @Option(names = "--iscsi-gc", paramLabel = "on|off", description = "qnap only: the leaked-session sweeper, which"
+      + " logs out (never deletes) an iSCSI session to a qnap.portals portal and a Caravan target that no journal"
+      + " record, mount or holder uses, once two sweeps iscsi-gc-grace-seconds apart found it so (default: on;"
+      + " --config keys iscsi-gc-interval-seconds, default 60, and iscsi-gc-grace-seconds, default 300).")
+  String iscsiGc;
+
+  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), iscsi-gc, iscsi-gc-interval-seconds, iscsi-gc-grace-seconds, and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
   Path config;
 
   @Override
@@ -135,6 +142,13 @@ final class ServeCommand implements Callable<Integer> {
       System.err.println("caravan: " + e.getMessage());
       return 2;
     }
+    IscsiGc gc;
+    try {
+      gc = IscsiGc.parse(iscsiGc, file);
+    } catch (IllegalArgumentException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
     List<Path> roots = new ArrayList<>(allowedRoots);
     if (roots.isEmpty() && file.containsKey("allowed-roots")) {
       for (String r : file.get("allowed-roots").split(",", -1)) {
@@ -146,7 +160,7 @@ final class ServeCommand implements Callable<Integer> {
     Plugin plugin;
     try {
       plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe)
-          .withAllowedRoots(roots));
+          .withAllowedRoots(roots), gc);
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       System.err.println("caravan: cannot start: " + e.getMessage());
       return 1;

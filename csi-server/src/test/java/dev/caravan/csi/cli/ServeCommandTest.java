@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 class ServeCommandTest {
@@ -21,5 +22,16 @@ class ServeCommandTest {
     String usage = new CommandLine(new ServeCommand()).getUsageMessage().replaceAll("\\s+", " ");
     assertThat(usage).contains("qnap").contains("controller only").contains("UNIMPLEMENTED")
         .contains("CARAVAN_QNAP_PASSWORD").contains("never from flags");
+  }
+
+  @Test
+  void iscsiGcTakesOnOrOffAndRefusesAnythingElseBeforeStarting(@TempDir Path dir) throws Exception {
+    ServeCommand serve = new ServeCommand();
+    CommandLine cli = new CommandLine(serve);
+    cli.parseArgs("--iscsi-gc=maybe", "--endpoint=unix://" + dir.resolve("csi.sock"), "--http-listen=off");
+    assertThat(serve.call()).isEqualTo(2);
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+    assertThat(cli.getUsageMessage().replaceAll("\\s+", " "))
+        .contains("--iscsi-gc=on|off", "never deletes", "default: on");
   }
 }

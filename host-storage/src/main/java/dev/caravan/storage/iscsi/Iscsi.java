@@ -158,6 +158,22 @@ public final class Iscsi {
     return iscsiadm.run(iscsiadm.logout(session.get().sid()), Iscsiadm.NO_OBJS_FOUND).isPresent();
   }
 
+  /**
+   * Logs out of exactly {@code session}, by its number, if that number still names a session to the
+   * same target and portal (the kernel does not reuse session numbers within a boot). Returns false
+   * when it has ended. Unlike {@link #logout(String, Portal)}, a newer session to the same target
+   * and portal is never touched.
+   */
+  public boolean logout(IscsiSession session) {
+    Objects.requireNonNull(session, "session");
+    boolean present = sessions().stream()
+        .anyMatch(s -> s.sid() == session.sid() && s.isTo(session.target(), session.portal()));
+    if (!present) {
+      return false;
+    }
+    return iscsiadm.run(iscsiadm.logout(session.sid()), Iscsiadm.NO_OBJS_FOUND).isPresent();
+  }
+
   /** Every iSCSI session on the host, in session-number order. */
   public List<IscsiSession> sessions() {
     List<IscsiSession> sessions = new ArrayList<>();
