@@ -2,6 +2,7 @@ package dev.caravan.csi;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.storage.block.LoopDevices;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,6 +31,10 @@ abstract class TestBackend {
 
   static TestBackend local() {
     return new LocalTestBackend();
+  }
+
+  static TestBackend qnap() {
+    return new QnapTestBackend();
   }
 
   abstract String driver();
@@ -86,6 +91,34 @@ abstract class TestBackend {
    * GetCapacity reports less room.
    */
   abstract long slowFormatBytes();
+
+  /**
+   * The quantum of volume sizes on this backend: sizes the suites ask for are multiples of it. The
+   * file and local backends size in MiB (and round up to it); a QNAP LUN is whole GiB.
+   */
+  long sizeUnit() {
+    return 1L << 20;
+  }
+
+  /** Whether the backend rounds a size up to its unit (file, local); qnap refuses a size that is not whole GiB. */
+  boolean roundsSizes() {
+    return true;
+  }
+
+  /** Whether volumes are tied to the node that made them (a {@code caravan.csi/node} topology and context key). */
+  boolean nodeLocal() {
+    return true;
+  }
+
+  /** Whether ControllerPublish is the backend's fence (qnap); the others answer UNIMPLEMENTED. */
+  boolean publishes() {
+    return false;
+  }
+
+  /** The node id a plugin of this backend runs with. */
+  String nodeId() {
+    return PluginFixture.NODE;
+  }
 
   @Override
   public String toString() {
@@ -240,6 +273,114 @@ abstract class TestBackend {
       if (!Zfs.run("zfs", "list", "-H", "-o", "name", parentDataset(work)).isEmpty()) {
         Zfs.run("zfs", "destroy", "-r", parentDataset(work));
       }
+    }
+  }
+
+  /**
+   * LUNs on an in-process {@link SimulatedAppliance} (one per work directory, stopped with its
+   * storage); the node id is an initiator name, as the qnap backend requires. Sizes are whole GiB.
+   */
+  static final class QnapTestBackend extends TestBackend {
+    static final String INITIATOR = "iqn.2026-01.dev.caravan.test:test-node";
+    private static final java.util.concurrent.ConcurrentMap<Path, SimulatedAppliance> APPLIANCES =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    String driver() {
+      return "qnap";
+    }
+
+    @Override
+    Optional<String> missing() {
+      return Optional.empty();
+    }
+
+    SimulatedAppliance appliance(Path work) {
+      return APPLIANCES.computeIfAbsent(work, w -> {
+        try {
+          return SimulatedAppliance.start(w);
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+    }
+
+    @Override
+    Map<String, String> options(Path work) {
+      try {
+        return appliance(work).options(List.of("192.0.2.10:3260", "192.0.2.11:3260"), Map.of());
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+
+    @Override
+    Set<String> storageObjects(Path work) {
+      SimulatedAppliance a = APPLIANCES.get(work);
+      return a == null ? Set.of() : a.objects();
+    }
+
+    @Override
+    long storedSize(Path work, String volumeId) {
+      return appliance(work).lunBytes(volumeId);
+    }
+
+    @Override
+    Set<String> attachedDevices(Path work) {
+      return Set.of();
+    }
+
+    @Override
+    String absentVolumeId(Path work) {
+      return "qnap/v1/cvem-absent-0123456789ab";
+    }
+
+    @Override
+    String absentSnapshotId(Path work) {
+      return absentVolumeId(work) + "@cs-absent-0123456789ab";
+    }
+
+    @Override
+    void destroyStorage(Path work) {
+      SimulatedAppliance a = APPLIANCES.remove(work);
+      if (a != null) {
+        a.close();
+      }
+    }
+
+    @Override
+    long sizeFor(String fsType) {
+      return 1L << 30;
+    }
+
+    @Override
+    long slowFormatBytes() {
+      return 16L << 30;
+    }
+
+    @Override
+    long sizeUnit() {
+      return 1L << 30;
+    }
+
+    @Override
+    boolean roundsSizes() {
+      return false;
+    }
+
+    @Override
+    boolean nodeLocal() {
+      return false;
+    }
+
+    @Override
+    boolean publishes() {
+      return true;
+    }
+
+    @Override
+    String nodeId() {
+      return INITIATOR;
     }
   }
 
