@@ -34,7 +34,12 @@ abstract class TestBackend {
   }
 
   static TestBackend qnap() {
-    return new QnapTestBackend();
+    return new QnapTestBackend(false);
+  }
+
+  /** qnap with real LIO targets behind the simulator, and the node side on open-iscsi and multipathd (the guest). */
+  static TestBackend qnapOnLio() {
+    return new QnapTestBackend(true);
   }
 
   abstract String driver();
@@ -113,6 +118,19 @@ abstract class TestBackend {
   /** Whether ControllerPublish is the backend's fence (qnap); the others answer UNIMPLEMENTED. */
   boolean publishes() {
     return false;
+  }
+
+  /** Whether NodeStage needs the volume context CreateVolume returned (as Nomad always sends it). */
+  boolean stageNeedsContext() {
+    return false;
+  }
+
+  /**
+   * A size the node suites name in MiB (multiples of 32 MiB), as this backend can make it: itself on
+   * file and local; qnap, which sizes in whole GiB, makes each 32 MiB one GiB.
+   */
+  long scaled(long bytes) {
+    return bytes;
   }
 
   /** The node id a plugin of this backend runs with. */
@@ -282,23 +300,53 @@ abstract class TestBackend {
    */
   static final class QnapTestBackend extends TestBackend {
     static final String INITIATOR = "iqn.2026-01.dev.caravan.test:test-node";
+    /** The guest's two portals (host-storage's GuestIscsi): two addresses, so two paths per LUN. */
+    static final List<String> LIO_PORTALS = List.of("127.0.0.1:3260", "127.0.0.2:3260");
     private static final java.util.concurrent.ConcurrentMap<Path, SimulatedAppliance> APPLIANCES =
         new java.util.concurrent.ConcurrentHashMap<>();
+
+    private final boolean lio;
+
+    QnapTestBackend(boolean lio) {
+      this.lio = lio;
+    }
 
     @Override
     String driver() {
       return "qnap";
     }
 
+    /**
+     * On LIO: the guest's iSCSI world, started through host-storage's GuestIscsi (its test classes are
+     * on the guest suite's class path; this module cannot compile against them), which loads LIO,
+     * iscsi_tcp and dm-multipath and starts iscsid and multipathd.
+     */
     @Override
     Optional<String> missing() {
-      return Optional.empty();
+      if (!lio) {
+        return Optional.empty();
+      }
+      if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
+        return Optional.of("on LIO needs the guest kernel (LIO, iscsi_tcp, dm-multipath): scripts/guest-suite runs it");
+      }
+      try {
+        Class<?> guest = Class.forName("dev.caravan.storage.testing.GuestIscsi");
+        String why = (String) guest.getMethod("whyUnavailable").invoke(null);
+        if (!why.isEmpty()) {
+          return Optional.of(why);
+        }
+        guest.getMethod("assumeAvailable").invoke(null);
+        return Optional.empty();
+      } catch (ReflectiveOperationException e) {
+        return Optional.of("on LIO needs host-storage's test classes on the class path (GuestIscsi): " + e);
+      }
     }
 
     SimulatedAppliance appliance(Path work) {
       return APPLIANCES.computeIfAbsent(work, w -> {
         try {
-          return SimulatedAppliance.start(w);
+          SimulatedAppliance a = SimulatedAppliance.start(w);
+          return lio ? a.withLio(w.resolve("lio"), LIO_PORTALS) : a;
         } catch (IOException e) {
           throw new java.io.UncheckedIOException(e);
         }
@@ -308,7 +356,7 @@ abstract class TestBackend {
     @Override
     Map<String, String> options(Path work) {
       try {
-        return appliance(work).options(List.of("192.0.2.10:3260", "192.0.2.11:3260"), Map.of());
+        return appliance(work).options(lio ? LIO_PORTALS : List.of("192.0.2.10:3260", "192.0.2.11:3260"), Map.of());
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -378,9 +426,20 @@ abstract class TestBackend {
       return true;
     }
 
+    /** On LIO, this host's initiator name: the ACL admits it, so it must be the node id. */
     @Override
     String nodeId() {
-      return INITIATOR;
+      return lio ? dev.caravan.storage.iscsi.Iscsi.system().initiatorName() : INITIATOR;
+    }
+
+    @Override
+    boolean stageNeedsContext() {
+      return true;
+    }
+
+    @Override
+    long scaled(long bytes) {
+      return bytes * 32;
     }
   }
 

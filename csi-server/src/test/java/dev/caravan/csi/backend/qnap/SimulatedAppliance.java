@@ -11,7 +11,7 @@ import java.util.TreeSet;
 /**
  * A {@link QnapSimulator} as the shared conformance suites use it (they live in another package):
  * started for one plugin's work directory, with the backend options that point the plugin at it, and
- * an oracle of what it holds.
+ * an oracle of what it holds; in the guest, {@link #withLio} puts real LIO targets behind it.
  */
 public final class SimulatedAppliance implements AutoCloseable {
   /** The pool the suites' volumes land in (the simulator's pool 1 holds 64 TiB). */
@@ -19,10 +19,22 @@ public final class SimulatedAppliance implements AutoCloseable {
 
   private final QnapSimulator sim;
   private final Path work;
+  private LioListener lio;
 
   private SimulatedAppliance(QnapSimulator sim, Path work) {
     this.sim = sim;
     this.work = work;
+  }
+
+  /**
+   * Puts real LIO targets of this kernel behind the appliance (the guest): a LUN on a loop device
+   * over a sparse file in {@code dir}, each target listening on {@code portals}, its ACL and CHAP the
+   * appliance's.
+   */
+  public SimulatedAppliance withLio(Path dir, List<String> portals) {
+    lio = new LioListener(dir, portals);
+    sim.listener(lio);
+    return this;
   }
 
   /** A QTS appliance (CGI API) on a loopback port. */
@@ -77,5 +89,8 @@ public final class SimulatedAppliance implements AutoCloseable {
   @Override
   public void close() {
     sim.close();
+    if (lio != null) {
+      lio.close();
+    }
   }
 }
