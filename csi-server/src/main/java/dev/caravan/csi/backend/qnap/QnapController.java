@@ -395,7 +395,21 @@ final class QnapController implements ControllerBackend {
     }
     Lun lun = lunNamed(luns, v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
         "source_volume_id " + sourceVolumeId + " does not exist"));
-    return snapshotInfo(want, lun, api.createSnapshot(lun, want.snapName()));
+    return snapshotInfo(want, lun, frozenWhile(sourceVolumeId, () -> api.createSnapshot(lun, want.snapName())));
+  }
+
+  /**
+   * Runs {@code take} with the volume's filesystem frozen when it is mounted on this node (as the
+   * file and local backends do): freezing flushes what the workload wrote, so the appliance's
+   * snapshot holds it. A volume staged elsewhere is the workload's node's to flush.
+   */
+  private Snap frozenWhile(String volumeId, java.util.function.Supplier<Snap> take) {
+    Optional<java.nio.file.Path> mounted = usage.of(volumeId).filter(u -> u.accessType() == AccessType.MOUNT)
+        .flatMap(u -> u.stagingPaths().stream().filter(dev.caravan.storage.mount.MountTable::isMountPoint).findFirst());
+    if (mounted.isEmpty()) {
+      return take.get();
+    }
+    return dev.caravan.storage.fs.Filesystems.whileFrozen(mounted.get(), take);
   }
 
   private static SnapshotInfo snapshotInfo(SnapshotId id, Lun lun, Snap s) {

@@ -68,6 +68,7 @@ final class QnapNode implements NodeBackend {
         } catch (IscsiLoginException e) {
           failed.add(portal);
           errors.add(e);
+          forget(lun, portal);
         }
       }
       if (sessions.isEmpty()) {
@@ -101,10 +102,23 @@ final class QnapNode implements NodeBackend {
       initiator.flush(lun.wwid());
       for (String portal : loggedIn) {
         initiator.logout(lun.target(), portal);
+        initiator.deleteNode(lun.target(), portal);
       }
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "volume {0}: rolling back a failed attach left sessions to {1}: {2}",
           volumeId, lun.target(), e.getMessage());
+    }
+  }
+
+  /** Deletes the node record of a portal that has no session (a refused login's, CHAP included). */
+  private void forget(LunContext lun, String portal) {
+    try {
+      if (initiator.session(lun.target(), portal).isEmpty()) {
+        initiator.deleteNode(lun.target(), portal);
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "cannot delete the node record of {0} at {1}: {2}", lun.target(), portal,
+          e.getMessage());
     }
   }
 
