@@ -1,6 +1,5 @@
 # Caravan's qnap controller: one instance, anywhere that reaches the appliance's management port.
-# The node side (iSCSI login, multipath) is not built yet, so this job alone provisions LUNs and
-# fences them; NodeStage answers UNIMPLEMENTED until the node plugin lands.
+# It provisions LUNs and fences them; caravan-qnap-node.nomad.hcl attaches them on the clients.
 
 variable "caravan_home" {
   type    = string

@@ -65,6 +65,11 @@ abstract class ControllerConformance {
     }
   }
 
+  /** {@code n} of the backend's size units (MiB on file and local, GiB on qnap). */
+  private long u(long n) {
+    return n * f.backend.sizeUnit();
+  }
+
   private CreateVolumeRequest.Builder create(String name, long bytes) {
     return CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(Caps.mount("ext4"))
         .setCapacityRange(Caps.bytes(bytes));
@@ -95,49 +100,78 @@ abstract class ControllerConformance {
         ControllerServiceCapability.RPC.Type.LIST_VOLUMES, ControllerServiceCapability.RPC.Type.CREATE_DELETE_SNAPSHOT,
         ControllerServiceCapability.RPC.Type.LIST_SNAPSHOTS, ControllerServiceCapability.RPC.Type.CLONE_VOLUME,
         ControllerServiceCapability.RPC.Type.EXPAND_VOLUME, ControllerServiceCapability.RPC.Type.GET_CAPACITY,
-        ControllerServiceCapability.RPC.Type.GET_VOLUME, ControllerServiceCapability.RPC.Type.VOLUME_CONDITION)
-        .doesNotContain(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
-    assertThat(code(() -> f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
-        .setVolumeId("x").setNodeId(PluginFixture.NODE).build()))).isEqualTo(Code.UNIMPLEMENTED);
+        ControllerServiceCapability.RPC.Type.GET_VOLUME, ControllerServiceCapability.RPC.Type.VOLUME_CONDITION);
+    if (f.backend.publishes()) {
+      // The fence (qnap): published to a volume that does not exist is NOT_FOUND, not UNIMPLEMENTED.
+      assertThat(ctrl).contains(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
+      assertThat(code(() -> f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+          .setVolumeId(f.backend.absentVolumeId(f.work)).setNodeId(f.backend.nodeId())
+          .setVolumeCapability(Caps.mount("ext4")).build()))).isEqualTo(Code.NOT_FOUND);
+    } else {
+      assertThat(ctrl).doesNotContain(ControllerServiceCapability.RPC.Type.PUBLISH_UNPUBLISH_VOLUME);
+      assertThat(code(() -> f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+          .setVolumeId("x").setNodeId(PluginFixture.NODE).build()))).isEqualTo(Code.UNIMPLEMENTED);
+    }
   }
 
   @Test
   void createVolumeIsIdempotentByName() throws IOException {
-    Volume a = createVolume("db", 100 * MIB);
-    Volume b = createVolume("db", 100 * MIB);
+    Volume a = createVolume("db", u(100));
+    Volume b = createVolume("db", u(100));
     assertThat(b).isEqualTo(a);
-    assertThat(a.getCapacityBytes()).isEqualTo(100 * MIB);
-    assertThat(a.getVolumeContextMap()).containsEntry("fsType", "ext4").containsEntry("node", PluginFixture.NODE);
-    assertThat(a.getAccessibleTopologyList()).containsExactly(
-        Topology.newBuilder().putSegments("caravan.csi/node", PluginFixture.NODE).build());
+    assertThat(a.getCapacityBytes()).isEqualTo(u(100));
+    assertThat(a.getVolumeContextMap()).containsEntry("fsType", "ext4").containsEntry("access", "mount");
+    if (f.backend.nodeLocal()) {
+      assertThat(a.getVolumeContextMap()).containsEntry("node", PluginFixture.NODE);
+      assertThat(a.getAccessibleTopologyList()).containsExactly(
+          Topology.newBuilder().putSegments("caravan.csi/node", PluginFixture.NODE).build());
+    } else {
+      assertThat(a.getAccessibleTopologyList()).as("reachable from every node").isEmpty();
+    }
     Set<String> stored = f.storageObjects();
     assertThat(stored).isNotEmpty();
     // a compatible range (the existing size fits) returns the same volume
-    Volume c = f.controller.createVolume(create("db", 50 * MIB).setCapacityRange(Caps.range(50 * MIB, 200 * MIB)).build()).getVolume();
+    Volume c = f.controller.createVolume(create("db", u(50)).setCapacityRange(Caps.range(u(50), u(200))).build()).getVolume();
     assertThat(c.getVolumeId()).isEqualTo(a.getVolumeId());
-    assertThat(code(() -> createVolume("db", 200 * MIB))).isEqualTo(Code.ALREADY_EXISTS);
-    assertThat(code(() -> f.controller.createVolume(create("db", 100 * MIB).clearVolumeCapabilities()
-        .addVolumeCapabilities(Caps.mount("xfs")).setCapacityRange(Caps.bytes(400 * MIB)).build())))
+    assertThat(code(() -> createVolume("db", u(200)))).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(code(() -> f.controller.createVolume(create("db", u(100)).clearVolumeCapabilities()
+        .addVolumeCapabilities(Caps.mount("xfs")).setCapacityRange(Caps.bytes(u(400))).build())))
         .isEqualTo(Code.ALREADY_EXISTS);
     assertThat(f.storageObjects()).as("repeats and refused repeats add nothing").isEqualTo(stored);
-    assertThat(f.backend.storedSize(f.work, a.getVolumeId())).isEqualTo(100 * MIB);
+    assertThat(f.backend.storedSize(f.work, a.getVolumeId())).isEqualTo(u(100));
   }
 
   @Test
   void capacityRulesAndSizes() throws IOException {
-    Volume odd = createVolume("odd", 10 * MIB + 1);
-    assertThat(odd.getCapacityBytes()).as("ext4 minimum").isEqualTo(16 * MIB);
-    Volume round = createVolume("round", 100 * MIB + 1);
-    assertThat(round.getCapacityBytes()).as("rounded up to the backend's unit").isBetween(100 * MIB + 1, 101 * MIB);
-    Volume exact = f.controller.createVolume(create("exact", 0).setCapacityRange(Caps.range(32 * MIB, 32 * MIB)).build()).getVolume();
-    assertThat(exact.getCapacityBytes()).isEqualTo(32 * MIB);
+    List<Volume> sized = new ArrayList<>();
+    if (f.backend.roundsSizes()) {
+      Volume odd = createVolume("odd", u(10) + 1);
+      assertThat(odd.getCapacityBytes()).as("ext4 minimum").isEqualTo(u(16));
+      Volume round = createVolume("round", u(100) + 1);
+      assertThat(round.getCapacityBytes()).as("rounded up to the backend's unit").isBetween(u(100) + 1, u(101));
+      sized.addAll(List.of(odd, round));
+    } else {
+      // Sizes are whole units or refused, never rounded silently.
+      Set<String> before = f.storageObjects();
+      for (long bytes : List.of(u(1) + 1, u(100) - 4096, 10L << 20)) {
+        var e = error(() -> createVolume("unaligned", bytes));
+        assertThat(e.getStatus().getCode()).as(bytes + " bytes").isEqualTo(Code.INVALID_ARGUMENT);
+        assertThat(e.getStatus().getDescription()).contains("capacity_range.required_bytes").contains("whole");
+      }
+      assertThat(f.storageObjects()).isEqualTo(before);
+    }
+    Volume exact = f.controller.createVolume(create("exact", 0).setCapacityRange(Caps.range(u(32), u(32))).build()).getVolume();
+    assertThat(exact.getCapacityBytes()).isEqualTo(u(32));
     Volume dflt = f.controller.createVolume(create("default", 0).clearCapacityRange().build()).getVolume();
     assertThat(dflt.getCapacityBytes()).isEqualTo(1L << 30);
-    for (Volume v : List.of(odd, round, exact, dflt)) {
+    sized.addAll(List.of(exact, dflt));
+    for (Volume v : sized) {
       assertThat(f.backend.storedSize(f.work, v.getVolumeId())).as(v.getVolumeId()).isEqualTo(v.getCapacityBytes());
     }
     Set<String> stored = f.storageObjects();
-    assertThat(code(() -> createVolume("absurd", Long.MAX_VALUE))).isEqualTo(Code.OUT_OF_RANGE);
+    // The largest size a request can name (in whole units where the backend refuses anything else).
+    long absurd = f.backend.roundsSizes() ? Long.MAX_VALUE : Long.MAX_VALUE / u(1) * u(1);
+    assertThat(code(() -> createVolume("absurd", absurd))).isEqualTo(Code.OUT_OF_RANGE);
     // more than any pool here holds: not allowed, or no room (the spec names no code for a full pool)
     assertThat(code(() -> createVolume("exabyte", 1L << 60))).isIn(Code.OUT_OF_RANGE, Code.RESOURCE_EXHAUSTED);
     assertThat(code(() -> f.controller.createVolume(create("small-xfs", 0).clearVolumeCapabilities()
@@ -147,47 +181,49 @@ abstract class ControllerConformance {
         .isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(code(() -> f.controller.createVolume(create("neg2", 0).setCapacityRange(Caps.range(0, -5)).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("inverted", 0).setCapacityRange(Caps.range(50 * MIB, 20 * MIB)).build())))
+    assertThat(code(() -> f.controller.createVolume(create("inverted", 0).setCapacityRange(Caps.range(u(50), u(20))).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(f.storageObjects()).as("refused creates store nothing").isEqualTo(stored);
   }
 
   @Test
   void badInputIsRejectedAndCreatesNothing() throws IOException {
-    var e = error(() -> f.controller.createVolume(create("", 20 * MIB).build()));
+    var e = error(() -> f.controller.createVolume(create("", u(20)).build()));
     assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(e.getStatus().getDescription()).contains("name");
-    assertThat(code(() -> f.controller.createVolume(create("bad\u0001name", 20 * MIB).build()))).isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("x".repeat(129), 20 * MIB).build()))).isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("nocaps", 20 * MIB).clearVolumeCapabilities().build())))
+    assertThat(code(() -> f.controller.createVolume(create("bad\u0001name", u(20)).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("x".repeat(129), u(20)).build()))).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(code(() -> f.controller.createVolume(create("nocaps", u(20)).clearVolumeCapabilities().build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
-    var multi = error(() -> f.controller.createVolume(create("multi", 20 * MIB).clearVolumeCapabilities()
+    var multi = error(() -> f.controller.createVolume(create("multi", u(20)).clearVolumeCapabilities()
         .addVolumeCapabilities(Caps.mount("ext4", Mode.MULTI_NODE_MULTI_WRITER)).build()));
     assertThat(multi.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(multi.getStatus().getDescription()).contains("MULTI_NODE_MULTI_WRITER").contains("one node at a time");
-    var unknown = error(() -> f.controller.createVolume(create("params", 20 * MIB).putParameters("nope", "1").build()));
+    var unknown = error(() -> f.controller.createVolume(create("params", u(20)).putParameters("nope", "1").build()));
     assertThat(unknown.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(unknown.getStatus().getDescription()).contains("nope").contains("fsType");
-    assertThat(code(() -> f.controller.createVolume(create("btrfs", 20 * MIB).clearVolumeCapabilities()
+    assertThat(code(() -> f.controller.createVolume(create("btrfs", u(20)).clearVolumeCapabilities()
         .addVolumeCapabilities(Caps.mount("btrfs")).build()))).isEqualTo(Code.INVALID_ARGUMENT);
-    var flag = error(() -> f.controller.createVolume(create("flags", 20 * MIB).clearVolumeCapabilities()
+    var flag = error(() -> f.controller.createVolume(create("flags", u(20)).clearVolumeCapabilities()
         .addVolumeCapabilities(Caps.mount("ext4", Mode.SINGLE_NODE_WRITER, "errors=panic")).build()));
     assertThat(flag.getStatus().getDescription()).contains("errors=panic").contains("noatime");
-    assertThat(code(() -> f.controller.createVolume(create("twofs", 20 * MIB)
+    assertThat(code(() -> f.controller.createVolume(create("twofs", u(20))
         .addVolumeCapabilities(Caps.mount("xfs")).build()))).as("contradictory capabilities").isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("noaccess", 20 * MIB).clearVolumeCapabilities()
+    assertThat(code(() -> f.controller.createVolume(create("noaccess", u(20)).clearVolumeCapabilities()
         .addVolumeCapabilities(VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.getDefaultInstance())).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("notype", 20 * MIB).clearVolumeCapabilities()
+    assertThat(code(() -> f.controller.createVolume(create("notype", u(20)).clearVolumeCapabilities()
         .addVolumeCapabilities(VolumeCapability.newBuilder().setAccessMode(
             VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER))).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(code(() -> f.controller.createVolume(create("clone-bad", 20 * MIB).setVolumeContentSource(
+    assertThat(code(() -> f.controller.createVolume(create("clone-bad", u(20)).setVolumeContentSource(
         VolumeContentSource.newBuilder().setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId("../../etc")))
         .build()))).isIn(Code.INVALID_ARGUMENT, Code.NOT_FOUND);
-    assertThat(code(() -> f.controller.createVolume(create("elsewhere", 20 * MIB).setAccessibilityRequirements(
-        TopologyRequirement.newBuilder().addRequisite(Topology.newBuilder().putSegments("caravan.csi/node", "other"))).build())))
-        .as("only another node allowed").isNotEqualTo(Code.OK);
+    if (f.backend.nodeLocal()) {
+      assertThat(code(() -> f.controller.createVolume(create("elsewhere", u(20)).setAccessibilityRequirements(
+          TopologyRequirement.newBuilder().addRequisite(Topology.newBuilder().putSegments("caravan.csi/node", "other"))).build())))
+          .as("only another node allowed").isNotEqualTo(Code.OK);
+    }
     // Ids the plugin could never have issued: the spec leaves INVALID_ARGUMENT vs "does not exist"
     // open (csi-spec-rules.md §3); DeleteVolume of what does not exist is OK.
     for (String bad : List.of("../etc/passwd", "a/b", "Vol.1", ".")) {
@@ -208,7 +244,7 @@ abstract class ControllerConformance {
 
   @Test
   void deleteVolumeIsIdempotent() throws IOException {
-    Volume v = createVolume("gone", 20 * MIB);
+    Volume v = createVolume("gone", u(20));
     assertThat(f.storageObjects()).isNotEmpty();
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
@@ -222,7 +258,7 @@ abstract class ControllerConformance {
   void listVolumesPaginatesWithStableTokens() {
     List<String> ids = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      ids.add(createVolume("page-" + i, 20 * MIB).getVolumeId());
+      ids.add(createVolume("page-" + i, u(20)).getVolumeId());
     }
     List<String> seen = new ArrayList<>();
     String token = "";
@@ -249,8 +285,8 @@ abstract class ControllerConformance {
 
   @Test
   void snapshotsAreIdempotentAndGuardTheirSource() throws IOException {
-    Volume v = createVolume("snapsrc", 20 * MIB);
-    Volume other = createVolume("other", 20 * MIB);
+    Volume v = createVolume("snapsrc", u(20));
+    Volume other = createVolume("other", u(20));
     Snapshot s = f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("s1").build()).getSnapshot();
     Snapshot again = f.controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId()).setName("s1").build()).getSnapshot();
     assertThat(again).isEqualTo(s);
@@ -276,11 +312,11 @@ abstract class ControllerConformance {
         VolumeContentSource.newBuilder().setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build()).getVolume();
     assertThat(fromSnap.getCapacityBytes()).isEqualTo(v.getCapacityBytes());
     assertThat(fromSnap.getContentSource().getSnapshot().getSnapshotId()).isEqualTo(s.getSnapshotId());
-    Volume fromVol = f.controller.createVolume(create("from-vol", 40 * MIB).setVolumeContentSource(
+    Volume fromVol = f.controller.createVolume(create("from-vol", u(40)).setVolumeContentSource(
         VolumeContentSource.newBuilder().setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(v.getVolumeId()))).build()).getVolume();
-    assertThat(fromVol.getCapacityBytes()).isEqualTo(40 * MIB);
+    assertThat(fromVol.getCapacityBytes()).isEqualTo(u(40));
     assertThat(fromVol.getContentSource().getVolume().getVolumeId()).isEqualTo(v.getVolumeId());
-    assertThat(code(() -> f.controller.createVolume(create("from-missing", 20 * MIB).setVolumeContentSource(
+    assertThat(code(() -> f.controller.createVolume(create("from-missing", u(20)).setVolumeContentSource(
         VolumeContentSource.newBuilder().setSnapshot(VolumeContentSource.SnapshotSource.newBuilder()
             .setSnapshotId(f.backend.absentSnapshotId(f.work)))).build())))
         .isEqualTo(Code.NOT_FOUND);
@@ -316,37 +352,37 @@ abstract class ControllerConformance {
 
   @Test
   void expandGrowsOnly() throws IOException {
-    Volume v = createVolume("grow", 20 * MIB);
+    Volume v = createVolume("grow", u(20));
     var r = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setCapacityRange(Caps.bytes(64 * MIB)).setVolumeCapability(Caps.mount("ext4")).build());
-    assertThat(r.getCapacityBytes()).isEqualTo(64 * MIB);
+        .setCapacityRange(Caps.bytes(u(64))).setVolumeCapability(Caps.mount("ext4")).build());
+    assertThat(r.getCapacityBytes()).isEqualTo(u(64));
     assertThat(r.getNodeExpansionRequired()).isTrue();
-    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(64 * MIB);
+    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(u(64));
     // again, and with a smaller request: idempotent, never shrinks
     assertThat(f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setCapacityRange(Caps.bytes(64 * MIB)).build()).getCapacityBytes()).isEqualTo(64 * MIB);
+        .setCapacityRange(Caps.bytes(u(64))).build()).getCapacityBytes()).isEqualTo(u(64));
     assertThat(f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setCapacityRange(Caps.bytes(30 * MIB)).build()).getCapacityBytes()).isEqualTo(64 * MIB);
+        .setCapacityRange(Caps.bytes(u(30))).build()).getCapacityBytes()).isEqualTo(u(64));
     assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setCapacityRange(Caps.range(30 * MIB, 40 * MIB)).build()))).isEqualTo(Code.OUT_OF_RANGE);
+        .setCapacityRange(Caps.range(u(30), u(40))).build()))).isEqualTo(Code.OUT_OF_RANGE);
     assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
-        .setVolumeId(f.backend.absentVolumeId(f.work)).setCapacityRange(Caps.bytes(64 * MIB)).build()))).isEqualTo(Code.NOT_FOUND);
+        .setVolumeId(f.backend.absentVolumeId(f.work)).setCapacityRange(Caps.bytes(u(64))).build()))).isEqualTo(Code.NOT_FOUND);
     assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).as("never shrunk").isEqualTo(64 * MIB);
+    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).as("never shrunk").isEqualTo(u(64));
     assertThat(code(() -> f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
-        .setVolumeId(v.getVolumeId()).setCapacityRange(Caps.bytes(80 * MIB)).setVolumeCapability(Caps.block()).build())))
+        .setVolumeId(v.getVolumeId()).setCapacityRange(Caps.bytes(u(80))).setVolumeCapability(Caps.block()).build())))
         .as("block access to a volume created for mount access").isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(64 * MIB);
+    assertThat(f.backend.storedSize(f.work, v.getVolumeId())).isEqualTo(u(64));
     // a block volume grows with no node step
     Volume raw = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("grow-raw")
-        .addVolumeCapabilities(Caps.block()).setCapacityRange(Caps.bytes(20 * MIB)).build()).getVolume();
+        .addVolumeCapabilities(Caps.block()).setCapacityRange(Caps.bytes(u(20))).build()).getVolume();
     var block = f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(raw.getVolumeId())
-        .setCapacityRange(Caps.bytes(80 * MIB)).setVolumeCapability(Caps.block()).build());
+        .setCapacityRange(Caps.bytes(u(80))).setVolumeCapability(Caps.block()).build());
     assertThat(block.getNodeExpansionRequired()).isFalse();
     assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(raw.getVolumeId()).build())
-        .getVolume().getCapacityBytes()).isEqualTo(80 * MIB);
-    assertThat(f.backend.storedSize(f.work, raw.getVolumeId())).isEqualTo(80 * MIB);
+        .getVolume().getCapacityBytes()).isEqualTo(u(80));
+    assertThat(f.backend.storedSize(f.work, raw.getVolumeId())).isEqualTo(u(80));
   }
 
   @Test
@@ -361,7 +397,7 @@ abstract class ControllerConformance {
     assertThat(code(() -> f.controller.getCapacity(GetCapacityRequest.newBuilder().putParameters("nope", "1").build())))
         .isEqualTo(Code.INVALID_ARGUMENT);
 
-    Volume v = createVolume("health", 20 * MIB);
+    Volume v = createVolume("health", u(20));
     var got = f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
     assertThat(got.getVolume()).isEqualTo(v);
     assertThat(got.getStatus().getVolumeCondition().getAbnormal()).isFalse();

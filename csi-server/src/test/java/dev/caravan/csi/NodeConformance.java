@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
@@ -73,9 +75,25 @@ abstract class NodeConformance {
     return f.backend.sizeFor(fs);
   }
 
+  /** Volume contexts by id, for a backend whose NodeStage needs them (Nomad always sends them). */
+  private final java.util.Map<String, java.util.Map<String, String>> contexts = new java.util.HashMap<>();
+
   private Volume create(String name, VolumeCapability cap, long bytes) {
-    return f.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(bytes)).build()).getVolume();
+    return remember(f.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(bytes)).build()).getVolume());
+  }
+
+  /** Volumes ControllerPublished to this node (on a backend that publishes). */
+  private final java.util.Set<String> published = new java.util.HashSet<>();
+
+  private Volume remember(Volume v) {
+    contexts.put(v.getVolumeId(), v.getVolumeContextMap());
+    return v;
+  }
+
+  /** {@code n} MiB as this backend sizes volumes ({@link TestBackend#scaled}). */
+  private long mib(long n) {
+    return f.backend.scaled(n * MIB);
   }
 
   /** A staging directory as Nomad makes one: per volume and usage, below the plugin's mount root. */
@@ -89,8 +107,16 @@ abstract class NodeConformance {
   }
 
   private void stage(String id, Path staging, VolumeCapability cap) {
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).build());
+    if (f.backend.publishes() && published.add(id)) { // as Nomad does first (qnap: the ACL admits this node)
+      f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id)
+          .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
+    }
+    NodeStageVolumeRequest.Builder r = NodeStageVolumeRequest.newBuilder().setVolumeId(id)
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(cap);
+    if (f.backend.stageNeedsContext()) {
+      r.putAllVolumeContext(contexts.getOrDefault(id, java.util.Map.of()));
+    }
+    f.node.nodeStageVolume(r.build());
   }
 
   private void publish(String id, Path staging, Path target, VolumeCapability cap, boolean ro) {
@@ -115,6 +141,10 @@ abstract class NodeConformance {
   }
 
   private void delete(String id) {
+    if (published.remove(id)) {
+      f.controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
+          .setNodeId(f.backend.nodeId()).build());
+    }
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
   }
 
@@ -143,7 +173,10 @@ abstract class NodeConformance {
     assertThat(Files.readString(roTarget.resolve("data.txt"))).isEqualTo("caravan " + fs);
     assertThatThrownBy(() -> Files.writeString(roTarget.resolve("nope.txt"), "x")).isInstanceOf(IOException.class);
     assertThat(code(() -> publish(id, staging, target, cap, true))).isEqualTo(Code.ALREADY_EXISTS);
-    assertThat(code(() -> stage(id, staging, Caps.block()))).isEqualTo(Code.ALREADY_EXISTS);
+    // Staged for mount, asked for block: ALREADY_EXISTS, unless the request carries the volume's
+    // context, whose access types (mount only) refuse block access first.
+    assertThat(code(() -> stage(id, staging, Caps.block())))
+        .isEqualTo(f.backend.stageNeedsContext() ? Code.FAILED_PRECONDITION : Code.ALREADY_EXISTS);
 
     NodeGetVolumeStatsResponse st = stats(id, target);
     assertThat(st.getVolumeCondition().getAbnormal()).isFalse();
@@ -156,7 +189,7 @@ abstract class NodeConformance {
     assertThat(MountTable.isMountPoint(staging)).isTrue();
     assertThat(code(() -> delete(id))).as("delete while staged").isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build())
-        .getStatus().getPublishedNodeIdsList()).containsExactly(PluginFixture.NODE);
+        .getStatus().getPublishedNodeIdsList()).containsExactly(f.backend.nodeId());
 
     unpublish(id, roTarget);
     unpublish(id, target);
@@ -239,7 +272,7 @@ abstract class NodeConformance {
   @Test
   void snapshotsAndClonesCarryTheDataAndOutliveTheirSources() throws IOException {
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("src", cap, 64 * MIB).getVolumeId();
+    String id = create("src", cap, mib(64)).getVolumeId();
     Path staging = staging("src");
     Path target = target("a1", "src");
     stage(id, staging, cap);
@@ -251,13 +284,17 @@ abstract class NodeConformance {
         .getSnapshot().getSnapshotId();
     Files.writeString(target.resolve("after.txt"), "written after the snapshot"); // thawed again
 
-    String fromSnap = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-snap").addVolumeCapabilities(cap)
+    Volume fromSnapVolume = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-snap").addVolumeCapabilities(cap)
         .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
-            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snap))).build()).getVolume().getVolumeId();
-    String fromVol = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-vol").addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(96 * MIB))
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snap))).build()).getVolume();
+    remember(fromSnapVolume);
+    Volume fromVolVolume = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("from-vol").addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(mib(96)))
         .setVolumeContentSource(VolumeContentSource.newBuilder().setVolume(
-            VolumeContentSource.VolumeSource.newBuilder().setVolumeId(id))).build()).getVolume().getVolumeId();
+            VolumeContentSource.VolumeSource.newBuilder().setVolumeId(id))).build()).getVolume();
+    remember(fromVolVolume);
+    String fromSnap = fromSnapVolume.getVolumeId();
+    String fromVol = fromVolVolume.getVolumeId();
 
     // the sources go away entirely before the clones are used
     unpublish(id, target);
@@ -276,7 +313,7 @@ abstract class NodeConformance {
     Path s2 = staging("from-vol");
     stage(fromVol, s2, cap);
     assertThat(Files.readAllBytes(s2.resolve("payload.bin"))).isEqualTo(payload);
-    assertThat(Files.getFileStore(s2).getTotalSpace()).isGreaterThan(64 * MIB); // grown at stage
+    assertThat(Files.getFileStore(s2).getTotalSpace()).isGreaterThan(mib(64)); // grown at stage
     unstage(fromVol, s2);
 
     delete(fromSnap);
@@ -287,7 +324,7 @@ abstract class NodeConformance {
   @Test
   void blockAccessBindsTheDevice() throws IOException {
     VolumeCapability cap = Caps.block();
-    String id = create("raw", cap, 32 * MIB).getVolumeId();
+    String id = create("raw", cap, mib(32)).getVolumeId();
     Path staging = f.dir("staging/default/raw/rw-block-device-single-node-writer");
     Path target = f.dir("per-alloc/a1/raw").resolve("rw-block-device-single-node-writer");
     Path roTarget = f.dir("per-alloc/a2/raw").resolve("ro-block-device-single-node-writer");
@@ -301,7 +338,7 @@ abstract class NodeConformance {
       ch.write(ByteBuffer.wrap(data), 4096);
     }
     try (FileChannel ch = FileChannel.open(target, StandardOpenOption.READ)) {
-      assertThat(ch.size()).isEqualTo(32 * MIB);
+      assertThat(ch.size()).isEqualTo(mib(32));
       ByteBuffer back = ByteBuffer.allocate(data.length);
       ch.read(back, 4096);
       assertThat(back.array()).isEqualTo(data);
@@ -310,7 +347,7 @@ abstract class NodeConformance {
     // The bind is read-only; note the kernel does not apply MS_RDONLY to writes *through* a device node.
     assertThat(MountTable.at(roTarget)).get().satisfies(m -> assertThat(m.readOnly()).isTrue());
     NodeGetVolumeStatsResponse st = stats(id, target);
-    assertThat(usage(st, VolumeUsage.Unit.BYTES).getTotal()).isEqualTo(32 * MIB);
+    assertThat(usage(st, VolumeUsage.Unit.BYTES).getTotal()).isEqualTo(mib(32));
     assertThat(st.getVolumeCondition().getAbnormal()).isFalse();
     assertThat(code(() -> publish(id, staging, f.root.resolve("per-alloc/a3/x"), Caps.mount("ext4"), false)))
         .isIn(Code.INVALID_ARGUMENT, Code.FAILED_PRECONDITION);
@@ -326,7 +363,7 @@ abstract class NodeConformance {
   @Test
   void conditionTurnsAbnormalWhenTheMountIsGone() throws IOException {
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("fragile", cap, 32 * MIB).getVolumeId();
+    String id = create("fragile", cap, mib(32)).getVolumeId();
     Path staging = staging("fragile");
     Path target = target("a1", "fragile");
     stage(id, staging, cap);
@@ -343,7 +380,7 @@ abstract class NodeConformance {
   @Test
   void refusesToFormatOverAnotherFilesystem() throws IOException {
     Host.requireXfs();
-    String id = create("ext4-only", Caps.mount("ext4"), 320 * MIB).getVolumeId();
+    String id = create("ext4-only", Caps.mount("ext4"), mib(320)).getVolumeId();
     Path staging = staging("ext4-only");
     stage(id, staging, Caps.mount("ext4"));
     Files.writeString(staging.resolve("keep.txt"), "precious");
@@ -367,7 +404,7 @@ abstract class NodeConformance {
   @Test
   void badNodeInputChangesNothing() throws IOException {
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("strict", cap, 32 * MIB).getVolumeId();
+    String id = create("strict", cap, mib(32)).getVolumeId();
     Path staging = staging("strict");
     String target = f.root.resolve("per-alloc/a1/strict/rw").toString();
     for (String bad : new String[] {"relative/path", f.root + "/staging/../../etc", f.root + "/./x", ""}) {
@@ -405,8 +442,8 @@ abstract class NodeConformance {
   void identityAndNodeInfoDescribeThisNode() {
     assertThat(f.identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isTrue();
     var info = f.node.nodeGetInfo(NodeGetInfoRequest.getDefaultInstance());
-    assertThat(info.getNodeId()).isEqualTo(PluginFixture.NODE);
-    assertThat(info.getAccessibleTopology().getSegmentsMap()).containsEntry("caravan.csi/node", PluginFixture.NODE);
+    assertThat(info.getNodeId()).isEqualTo(f.backend.nodeId());
+    assertThat(info.getAccessibleTopology().getSegmentsMap()).containsEntry("caravan.csi/node", f.backend.nodeId());
     assertThat(f.node.nodeGetCapabilities(NodeGetCapabilitiesRequest.getDefaultInstance()).getCapabilitiesList())
         .extracting(c -> c.getRpc().getType())
         .contains(NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME, NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,

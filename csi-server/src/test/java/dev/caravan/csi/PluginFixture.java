@@ -88,7 +88,7 @@ final class PluginFixture implements AutoCloseable {
 
   /** The settings a plugin of this fixture runs with (also what a forked plugin process is given). */
   Plugin.Settings settings() {
-    Plugin.Settings base = Plugin.Settings.of(backend.driver(), socket, NODE, data);
+    Plugin.Settings base = Plugin.Settings.of(backend.driver(), socket, backend.nodeId(), data);
     return customize.apply(new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
         base.journalDir(), base.pluginName(), base.maxVolumes(), backend.options(work)));
   }

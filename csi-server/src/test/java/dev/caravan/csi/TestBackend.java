@@ -2,6 +2,7 @@ package dev.caravan.csi;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.storage.block.LoopDevices;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,6 +31,15 @@ abstract class TestBackend {
 
   static TestBackend local() {
     return new LocalTestBackend();
+  }
+
+  static TestBackend qnap() {
+    return new QnapTestBackend(false);
+  }
+
+  /** qnap with real LIO targets behind the simulator, and the node side on open-iscsi and multipathd (the guest). */
+  static TestBackend qnapOnLio() {
+    return new QnapTestBackend(true);
   }
 
   abstract String driver();
@@ -86,6 +96,47 @@ abstract class TestBackend {
    * GetCapacity reports less room.
    */
   abstract long slowFormatBytes();
+
+  /**
+   * The quantum of volume sizes on this backend: sizes the suites ask for are multiples of it. The
+   * file and local backends size in MiB (and round up to it); a QNAP LUN is whole GiB.
+   */
+  long sizeUnit() {
+    return 1L << 20;
+  }
+
+  /** Whether the backend rounds a size up to its unit (file, local); qnap refuses a size that is not whole GiB. */
+  boolean roundsSizes() {
+    return true;
+  }
+
+  /** Whether volumes are tied to the node that made them (a {@code caravan.csi/node} topology and context key). */
+  boolean nodeLocal() {
+    return true;
+  }
+
+  /** Whether ControllerPublish is the backend's fence (qnap); the others answer UNIMPLEMENTED. */
+  boolean publishes() {
+    return false;
+  }
+
+  /** Whether NodeStage needs the volume context CreateVolume returned (as Nomad always sends it). */
+  boolean stageNeedsContext() {
+    return false;
+  }
+
+  /**
+   * A size the node suites name in MiB (multiples of 32 MiB), as this backend can make it: itself on
+   * file and local; qnap, which sizes in whole GiB, makes each 32 MiB one GiB.
+   */
+  long scaled(long bytes) {
+    return bytes;
+  }
+
+  /** The node id a plugin of this backend runs with. */
+  String nodeId() {
+    return PluginFixture.NODE;
+  }
 
   @Override
   public String toString() {
@@ -240,6 +291,155 @@ abstract class TestBackend {
       if (!Zfs.run("zfs", "list", "-H", "-o", "name", parentDataset(work)).isEmpty()) {
         Zfs.run("zfs", "destroy", "-r", parentDataset(work));
       }
+    }
+  }
+
+  /**
+   * LUNs on an in-process {@link SimulatedAppliance} (one per work directory, stopped with its
+   * storage); the node id is an initiator name, as the qnap backend requires. Sizes are whole GiB.
+   */
+  static final class QnapTestBackend extends TestBackend {
+    static final String INITIATOR = "iqn.2026-01.dev.caravan.test:test-node";
+    /** The guest's two portals (host-storage's GuestIscsi): two addresses, so two paths per LUN. */
+    static final List<String> LIO_PORTALS = List.of("127.0.0.1:3260", "127.0.0.2:3260");
+    private static final java.util.concurrent.ConcurrentMap<Path, SimulatedAppliance> APPLIANCES =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    private final boolean lio;
+
+    QnapTestBackend(boolean lio) {
+      this.lio = lio;
+    }
+
+    @Override
+    String driver() {
+      return "qnap";
+    }
+
+    /**
+     * On LIO: the guest's iSCSI world, started through host-storage's GuestIscsi (its test classes are
+     * on the guest suite's class path; this module cannot compile against them), which loads LIO,
+     * iscsi_tcp and dm-multipath and starts iscsid and multipathd.
+     */
+    @Override
+    Optional<String> missing() {
+      if (!lio) {
+        return Optional.empty();
+      }
+      if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
+        return Optional.of("on LIO needs the guest kernel (LIO, iscsi_tcp, dm-multipath): scripts/guest-suite runs it");
+      }
+      try {
+        Class<?> guest = Class.forName("dev.caravan.storage.testing.GuestIscsi");
+        String why = (String) guest.getMethod("whyUnavailable").invoke(null);
+        if (!why.isEmpty()) {
+          return Optional.of(why);
+        }
+        guest.getMethod("assumeAvailable").invoke(null);
+        return Optional.empty();
+      } catch (ReflectiveOperationException e) {
+        return Optional.of("on LIO needs host-storage's test classes on the class path (GuestIscsi): " + e);
+      }
+    }
+
+    SimulatedAppliance appliance(Path work) {
+      return APPLIANCES.computeIfAbsent(work, w -> {
+        try {
+          SimulatedAppliance a = SimulatedAppliance.start(w);
+          return lio ? a.withLio(w.resolve("lio"), LIO_PORTALS) : a;
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+    }
+
+    @Override
+    Map<String, String> options(Path work) {
+      try {
+        return appliance(work).options(lio ? LIO_PORTALS : List.of("192.0.2.10:3260", "192.0.2.11:3260"), Map.of());
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+
+    @Override
+    Set<String> storageObjects(Path work) {
+      SimulatedAppliance a = APPLIANCES.get(work);
+      return a == null ? Set.of() : a.objects();
+    }
+
+    @Override
+    long storedSize(Path work, String volumeId) {
+      return appliance(work).lunBytes(volumeId);
+    }
+
+    @Override
+    Set<String> attachedDevices(Path work) {
+      return Set.of();
+    }
+
+    @Override
+    String absentVolumeId(Path work) {
+      return "qnap/v1/cvem-absent-0123456789ab";
+    }
+
+    @Override
+    String absentSnapshotId(Path work) {
+      return absentVolumeId(work) + "@cs-absent-0123456789ab";
+    }
+
+    @Override
+    void destroyStorage(Path work) {
+      SimulatedAppliance a = APPLIANCES.remove(work);
+      if (a != null) {
+        a.close();
+      }
+    }
+
+    @Override
+    long sizeFor(String fsType) {
+      return 1L << 30;
+    }
+
+    @Override
+    long slowFormatBytes() {
+      return 16L << 30;
+    }
+
+    @Override
+    long sizeUnit() {
+      return 1L << 30;
+    }
+
+    @Override
+    boolean roundsSizes() {
+      return false;
+    }
+
+    @Override
+    boolean nodeLocal() {
+      return false;
+    }
+
+    @Override
+    boolean publishes() {
+      return true;
+    }
+
+    /** On LIO, this host's initiator name: the ACL admits it, so it must be the node id. */
+    @Override
+    String nodeId() {
+      return lio ? dev.caravan.storage.iscsi.Iscsi.system().initiatorName() : INITIATOR;
+    }
+
+    @Override
+    boolean stageNeedsContext() {
+      return true;
+    }
+
+    @Override
+    long scaled(long bytes) {
+      return bytes * 32;
     }
   }
 

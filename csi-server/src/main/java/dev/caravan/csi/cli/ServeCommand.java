@@ -42,9 +42,9 @@ final class ServeCommand implements Callable<Integer> {
           "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
           "allowed-roots", "iscsi-gc", "iscsi-gc-interval-seconds", "iscsi-gc-grace-seconds");
 
-  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap serves the"
-      + " controller only so far (LUNs, targets, snapshots, and ControllerPublish as the fence: the node id must be"
-      + " the node's iSCSI initiator IQN); its NodeStage answers UNIMPLEMENTED until the iSCSI node side lands."
+  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap: iSCSI LUNs on a"
+      + " QNAP appliance, ControllerPublish as the fence, and the node side through open-iscsi (iscsid) and"
+      + " multipathd, which must run on the node; its node id must be the node's iSCSI initiator IQN."
       + " Its settings are qnap.* keys of --config; credentials come from qnap.credentials-file or"
       + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.")
   String driver;

@@ -125,7 +125,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                   + cap.accessType().word() + " access");
         }
         engine.stage(new NodeEngine.StageSpec(
-            new VolumeRef(id, req.getVolumeContextMap()), staging, cap.accessType(), fsType, cap.mountFlags(),
+            new VolumeRef(id, req.getVolumeContextMap(), req.getSecretsMap()), staging, cap.accessType(), fsType, cap.mountFlags(),
             mode(req.getVolumeCapability())));
       }
       return NodeStageVolumeResponse.getDefaultInstance();

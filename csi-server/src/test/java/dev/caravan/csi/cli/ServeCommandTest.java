@@ -20,7 +20,7 @@ class ServeCommandTest {
   @Test
   void theQnapDriverSaysWhatItServes() {
     String usage = new CommandLine(new ServeCommand()).getUsageMessage().replaceAll("\\s+", " ");
-    assertThat(usage).contains("qnap").contains("controller only").contains("UNIMPLEMENTED")
+    assertThat(usage).contains("qnap").contains("initiator").contains("multipath").doesNotContain("UNIMPLEMENTED")
         .contains("CARAVAN_QNAP_PASSWORD").contains("never from flags");
   }
 

@@ -132,6 +132,26 @@ public final class Multipath {
     return true;
   }
 
+  /**
+   * Makes the map of {@code wwid} take the size its paths have now (multipathd's {@code resize map}):
+   * after the LUN grew on the target and every path was rescanned. Returns false when there is no
+   * map; a map whose size did not change is left as it is.
+   *
+   * @throws StorageException when multipathd refuses (e.g. its paths disagree on the size)
+   */
+  public boolean resize(Wwid wwid) {
+    Optional<DmMap> found = dmMap(wwid);
+    if (found.isEmpty()) {
+      return false;
+    }
+    String reply = multipathd.send("resize map " + found.get().name()).strip();
+    if (!reply.equals("ok")) {
+      throw new StorageException(
+          "multipathd refused to resize map " + found.get().name() + " (WWID " + wwid + "): " + reply);
+    }
+    return true;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // sysfs
 

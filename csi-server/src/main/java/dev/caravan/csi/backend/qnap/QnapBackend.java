@@ -11,21 +11,27 @@ import java.util.Map;
 
 /**
  * The {@code qnap} backend: iSCSI LUNs on a QNAP appliance (settings: {@link QnapConfig}; ids:
- * {@link QnapIds}; the fence: {@link QnapController}). Only the controller half exists so far
- * ({@link QnapNode}). Opening does not contact the appliance unless {@code qnap.transport=auto},
+ * {@link QnapIds}; the fence: {@link QnapController}; the node half, open-iscsi and multipath:
+ * {@link QnapNode}). Opening does not contact the appliance unless {@code qnap.transport=auto},
  * which logs in to read the firmware; Probe is ready while the appliance answers.
  */
 public final class QnapBackend implements Backend {
   private static final System.Logger LOG = System.getLogger(QnapBackend.class.getName());
 
+  // A login to a dead portal ends within iscsid's login timeout (15 s by default): one attempt only.
+  private static final java.time.Duration ISCSIADM_TIMEOUT = java.time.Duration.ofSeconds(45);
+  // After a login: the kernel's scan, udev, and multipathd's map; seconds on a loaded host.
+  private static final java.time.Duration DEVICE_WAIT = java.time.Duration.ofSeconds(60);
+
   private final QnapApi api;
   private final Http http;
   private final String transport;
   private final QnapController controller;
-  private final QnapNode node = new QnapNode();
+  private final QnapNode node;
 
-  private QnapBackend(QnapApi api, Http http, String transport, QnapController controller) {
+  private QnapBackend(QnapApi api, Http http, String transport, QnapController controller, QnapNode node) {
     this.api = api;
+    this.node = node;
     this.http = http;
     this.transport = transport;
     this.controller = controller;
@@ -69,7 +75,8 @@ public final class QnapBackend implements Backend {
       }
       default -> throw new IllegalStateException("unreachable");
     }
-    return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()));
+    return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()),
+        new QnapNode(Initiator.system(ISCSIADM_TIMEOUT), DEVICE_WAIT));
   }
 
   @Override

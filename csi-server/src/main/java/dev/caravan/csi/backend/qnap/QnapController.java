@@ -114,6 +114,7 @@ final class QnapController implements ControllerBackend {
     context.put("portals", String.join(",", config.portals()));
     context.put("naa", lun.naa());
     context.put(FS_TYPE, v.fsType());
+    context.put(AccessType.CONTEXT_KEY, AccessType.contextValue(v.access()));
     config.chap().ifPresent(c -> {
       context.put("chapUserSecret", c.user());
       context.put("chapPasswordSecret", c.password());
@@ -130,18 +131,22 @@ final class QnapController implements ControllerBackend {
     String fs = fsType(req);
     int pool = pool(req.parameters());
     boolean thin = thin(req.parameters());
-    VolumeId v = QnapIds.volumeFor(req.name(), fs);
+    VolumeId v = QnapIds.volumeFor(req.name(), fs, req.accessTypes());
     List<Lun> luns = api.luns();
     Optional<Lun> same = luns.stream().filter(l -> l.state() != LunState.GHOST)
         .filter(l -> QnapIds.lun(l.name()).map(x -> x.hash().equals(v.hash())).orElse(false)).findFirst();
     Lun lun;
+    VolumeId chosen = v;
     if (same.isPresent()) {
       lun = same.get();
+      VolumeId existing = QnapIds.lun(lun.name()).orElseThrow();
       if (lun.state() == LunState.REMOVING) {
         throw new CsiException(Kind.UNAVAILABLE, "volume '" + req.name() + "' (LUN " + lun.name()
             + ") is still being removed by the appliance; retry when it is gone");
       }
-      String problem = !lun.name().equals(v.lunName()) ? "was created for another filesystem (" + lun.name() + ")"
+      String problem = !existing.fsType().equals(fs) ? "was created for " + existing.fsType() + ", not " + fs
+          : !existing.access().containsAll(req.accessTypes()) ? "was created for "
+              + AccessType.contextValue(existing.access()) + " access, not " + AccessType.contextValue(req.accessTypes())
           : !req.capacity().admits(lun.capacityBytes()) ? "has " + lun.capacityBytes() + " bytes, outside the requested range"
           : lun.thin() != thin ? "is " + (lun.thin() ? "thin" : "thick") + ", not " + (thin ? "thin" : "thick")
           : lun.poolId() != pool ? "is in pool " + lun.poolId() + ", not " + pool : "";
@@ -151,6 +156,7 @@ final class QnapController implements ControllerBackend {
       if (lun.state() == LunState.CREATING) {
         lun = api.awaitReady(lun);
       }
+      chosen = existing; // what it was created for stays what it reports
     } else if (req.source().isPresent()) {
       lun = cloneInto(v, req, pool);
     } else {
@@ -158,7 +164,7 @@ final class QnapController implements ControllerBackend {
       requireRoom(pool, thin, bytes);
       lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
     }
-    return expose(v, lun, req.source());
+    return expose(chosen, lun, req.source());
   }
 
   /** Makes sure the volume's own target exists and maps its LUN; returns the volume as exposed. */
@@ -389,7 +395,21 @@ final class QnapController implements ControllerBackend {
     }
     Lun lun = lunNamed(luns, v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
         "source_volume_id " + sourceVolumeId + " does not exist"));
-    return snapshotInfo(want, lun, api.createSnapshot(lun, want.snapName()));
+    return snapshotInfo(want, lun, frozenWhile(sourceVolumeId, () -> api.createSnapshot(lun, want.snapName())));
+  }
+
+  /**
+   * Runs {@code take} with the volume's filesystem frozen when it is mounted on this node (as the
+   * file and local backends do): freezing flushes what the workload wrote, so the appliance's
+   * snapshot holds it. A volume staged elsewhere is the workload's node's to flush.
+   */
+  private Snap frozenWhile(String volumeId, java.util.function.Supplier<Snap> take) {
+    Optional<java.nio.file.Path> mounted = usage.of(volumeId).filter(u -> u.accessType() == AccessType.MOUNT)
+        .flatMap(u -> u.stagingPaths().stream().filter(dev.caravan.storage.mount.MountTable::isMountPoint).findFirst());
+    if (mounted.isEmpty()) {
+      return take.get();
+    }
+    return dev.caravan.storage.fs.Filesystems.whileFrozen(mounted.get(), take);
   }
 
   private static SnapshotInfo snapshotInfo(SnapshotId id, Lun lun, Snap s) {

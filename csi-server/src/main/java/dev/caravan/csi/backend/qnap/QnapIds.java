@@ -1,5 +1,6 @@
 package dev.caravan.csi.backend.qnap;
 
+import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.IdShape;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -7,6 +8,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -16,19 +18,21 @@ import java.util.regex.Pattern;
  * index it is about to touch.
  *
  * <pre>
- *   volume:   qnap/v1/cv&lt;f&gt;-&lt;slug&gt;-&lt;hash&gt;              (the LUN's name, which is also its target's name and alias)
- *   snapshot: qnap/v1/cv&lt;f&gt;-&lt;slug&gt;-&lt;hash&gt;@cs-&lt;slug&gt;-&lt;hash&gt;
+ *   volume:   qnap/v1/cv&lt;f&gt;&lt;a&gt;-&lt;slug&gt;-&lt;hash&gt;              (the LUN's name, which is also its target's name and alias)
+ *   snapshot: qnap/v1/cv&lt;f&gt;&lt;a&gt;-&lt;slug&gt;-&lt;hash&gt;@cs-&lt;slug&gt;-&lt;hash&gt;
  * </pre>
  *
  * {@code <f>} is the volume's filesystem ({@code e} ext4, {@code x} xfs): the appliance keeps no
  * metadata of Caravan's, and this is how ListVolumes and ControllerGetVolume answer the same context
- * as CreateVolume did. {@code <hash>} is 12 hex digits of the SHA-256 of the CO's name, the slug a
+ * as CreateVolume did. {@code <a>} is the access types it was created for, for the same reason:
+ * {@code m} mount only, {@code b} block only, nothing for both (which is also what a volume made
+ * before access types were recorded allows). {@code <hash>} is 12 hex digits of the SHA-256 of the CO's name, the slug a
  * readable prefix of it; the hash alone is the lock key, so the key is known from the name before
  * the filesystem is.
  */
 final class QnapIds {
   static final String PREFIX = "qnap/v1/";
-  static final Pattern LUN_NAME = Pattern.compile("cv([ex])(-[a-z0-9]+)*-([0-9a-f]{12})");
+  static final Pattern LUN_NAME = Pattern.compile("cv([ex])([mb]?)(-[a-z0-9]+)*-([0-9a-f]{12})");
   static final Pattern SNAP_NAME = Pattern.compile("cs(-[a-z0-9]+)*-([0-9a-f]{12})");
   /** Snapshots Caravan takes of a source volume to copy it into a clone, named from the clone. */
   static final Pattern CLONE_SNAP_NAME = Pattern.compile("ct-([0-9a-f]{12})");
@@ -40,7 +44,11 @@ final class QnapIds {
   private QnapIds() {}
 
   /** A volume id read: the LUN's name and the filesystem it was created for. */
-  record VolumeId(String lunName, String fsType, String hash) {
+  record VolumeId(String lunName, String fsType, String hash, Set<AccessType> access) {
+    VolumeId {
+      access = Set.copyOf(access);
+    }
+
     String id() {
       return PREFIX + lunName;
     }
@@ -62,7 +70,12 @@ final class QnapIds {
     if (!m.matches()) {
       return Optional.empty();
     }
-    return Optional.of(new VolumeId(name, m.group(1).equals("x") ? "xfs" : "ext4", m.group(3)));
+    Set<AccessType> access = switch (m.group(2)) {
+      case "m" -> Set.of(AccessType.MOUNT);
+      case "b" -> Set.of(AccessType.BLOCK);
+      default -> Set.of(AccessType.values());
+    };
+    return Optional.of(new VolumeId(name, m.group(1).equals("x") ? "xfs" : "ext4", m.group(4), access));
   }
 
   static Optional<SnapshotId> snapshot(String id) {
@@ -77,7 +90,7 @@ final class QnapIds {
     return volume(id.substring(0, at)).map(v -> new SnapshotId(v, id.substring(at + 1), m.group(2)));
   }
 
-  static final String VOLUME_RULE = "ids of the qnap backend are " + PREFIX + "cv<e|x>-<name>-<12 hex digits>";
+  static final String VOLUME_RULE = "ids of the qnap backend are " + PREFIX + "cv<e|x>[m|b]-<name>-<12 hex digits>";
   static final String SNAPSHOT_RULE = "snapshot ids of the qnap backend are <volume id>@cs-<name>-<12 hex digits>";
 
   static IdShape volumeShape(String id) {
@@ -107,10 +120,11 @@ final class QnapIds {
   }
 
   /** The LUN name for the CO's volume name. */
-  static VolumeId volumeFor(String coName, String fsType) {
+  static VolumeId volumeFor(String coName, String fsType, Set<AccessType> access) {
     String hash = hash(coName);
-    String name = "cv" + (fsType.equals("xfs") ? "x" : "e") + slug(coName) + "-" + hash;
-    return new VolumeId(name, fsType, hash);
+    String a = access.size() != 1 ? "" : access.contains(AccessType.MOUNT) ? "m" : "b";
+    String name = "cv" + (fsType.equals("xfs") ? "x" : "e") + a + slug(coName) + "-" + hash;
+    return new VolumeId(name, fsType, hash, access);
   }
 
   static SnapshotId snapshotFor(VolumeId volume, String coName) {

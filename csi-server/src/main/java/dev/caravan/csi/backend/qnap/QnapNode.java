@@ -1,38 +1,238 @@
 package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.ScsiDisk;
+import dev.caravan.storage.block.Wwid;
+import dev.caravan.storage.iscsi.IscsiLoginException;
+import dev.caravan.storage.iscsi.IscsiSession;
+import dev.caravan.storage.iscsi.LoginOutcome;
+import dev.caravan.storage.multipath.MapInUseException;
+import dev.caravan.storage.multipath.MultipathMap;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 
 /**
- * The qnap backend's node half, not built yet: attaching a LUN (iSCSI login on every portal, the
- * multipath map, the device by WWID) comes with host-storage's iscsi and multipath packages. Until
- * then NodeStage answers UNIMPLEMENTED with this reason, and nothing is ever attached, so detaching is
- * a no-op.
+ * The qnap backend's node half: makes a LUN's multipath device appear on this node and go again.
+ *
+ * <p>Attach logs in to the volume's target on every portal of its context (one reachable portal is
+ * enough: the volume works degraded, and a warning names the others), with the CHAP credentials the
+ * context's secret names pick out of the NodeStage secrets. The node record of every login is
+ * {@code node.startup=manual} and holds the credentials in root's node database, never on a command
+ * line ({@link dev.caravan.storage.iscsi.Iscsi#login}). No SendTargets discovery runs first: the
+ * login creates the one node record it needs, where discovery would add a record for every target
+ * the portal offers. The LUN is then known by its WWID only ({@code 3} followed by the appliance's
+ * NAA id): each session's disk at the volume's LUN number must carry it, or the attach is refused
+ * rather than risk another LUN's data. The device returned is the multipath map of that WWID, once
+ * multipathd has built it over every logged-in path. A failure after a login undoes what this call
+ * did: the map is flushed and the sessions this call opened are logged out.
+ *
+ * <p>Detach flushes the map (refused while it is mounted or held), then logs out of the target on
+ * every portal, unless another LUN of the same target still has a map here, and deletes the node
+ * records (and so the credentials in them). Every step finds its state afresh, so a detach cut short
+ * at any point is finished by the next one.
  */
 final class QnapNode implements NodeBackend {
-  static final String NOT_BUILT = "the qnap backend's node side (iSCSI login, multipath, device by WWID) is not"
-      + " built yet: this plugin serves the qnap controller only";
+  private static final System.Logger LOG = System.getLogger(QnapNode.class.getName());
+  private static final Duration FLUSH_RETRY = Duration.ofSeconds(15);
+
+  private final Initiator initiator;
+  private final Duration deviceWait;
+
+  QnapNode(Initiator initiator, Duration deviceWait) {
+    this.initiator = initiator;
+    this.deviceWait = deviceWait;
+  }
 
   @Override
   public Path attach(VolumeRef volume) {
-    throw new CsiException(CsiException.Kind.UNIMPLEMENTED, NOT_BUILT);
+    LunContext lun = LunContext.of(volume);
+    Optional<dev.caravan.storage.iscsi.Chap> chap = lun.chap(volume.secrets());
+    List<String> loggedIn = new ArrayList<>();
+    try {
+      List<IscsiSession> sessions = new ArrayList<>();
+      List<String> failed = new ArrayList<>();
+      List<IscsiLoginException> errors = new ArrayList<>();
+      for (String portal : lun.portals()) {
+        try {
+          if (initiator.login(lun.target(), portal, chap) == LoginOutcome.LOGGED_IN) {
+            loggedIn.add(portal);
+          }
+          initiator.session(lun.target(), portal).ifPresent(sessions::add);
+        } catch (IscsiLoginException e) {
+          failed.add(portal);
+          errors.add(e);
+          forget(lun, portal);
+        }
+      }
+      if (sessions.isEmpty()) {
+        throw noPath(volume.volumeId(), lun, errors);
+      }
+      if (!failed.isEmpty()) {
+        LOG.log(System.Logger.Level.WARNING, "volume {0}: attached degraded, no session through portal(s) {1}: {2}",
+            volume.volumeId(), failed, errors.stream().map(Throwable::getMessage).toList());
+      }
+      for (IscsiSession session : sessions) {
+        ScsiDisk disk = initiator.awaitDisk(session, lun.number(), deviceWait);
+        if (!disk.wwid().equals(Optional.of(lun.wwid()))) {
+          throw CsiException.failedPrecondition("LUN " + lun.number() + " of " + lun.target() + " at "
+              + session.portal() + " has WWID " + disk.wwid().map(Wwid::value).orElse("(none)") + ", but volume "
+              + volume.volumeId() + "'s context says " + lun.wwid() + " (naa): refusing a device whose identity"
+              + " does not match");
+        }
+      }
+      return initiator.awaitMap(lun.wwid(), sessions.size(), deviceWait).device();
+    } catch (RuntimeException e) {
+      rollBack(volume.volumeId(), lun, loggedIn);
+      throw translate(volume.volumeId(), "attach", e);
+    }
+  }
+
+  private void rollBack(String volumeId, LunContext lun, List<String> loggedIn) {
+    if (loggedIn.isEmpty()) {
+      return; // sessions that were there before this call belong to whoever made them
+    }
+    try {
+      flush(lun.wwid());
+      for (String portal : loggedIn) {
+        initiator.logout(lun.target(), portal);
+        initiator.deleteNode(lun.target(), portal);
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "volume {0}: rolling back a failed attach left sessions to {1}: {2}",
+          volumeId, lun.target(), e.getMessage());
+    }
+  }
+
+  /** Deletes the node record of a portal that has no session (a refused login's, CHAP included). */
+  private void forget(LunContext lun, String portal) {
+    try {
+      if (initiator.session(lun.target(), portal).isEmpty()) {
+        initiator.deleteNode(lun.target(), portal);
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "cannot delete the node record of {0} at {1}: {2}", lun.target(), portal,
+          e.getMessage());
+    }
+  }
+
+  private static CsiException noPath(String volumeId, LunContext lun, List<IscsiLoginException> errors) {
+    boolean refused = !errors.isEmpty() && errors.stream().allMatch(e ->
+        e.reason() == IscsiLoginException.Reason.AUTHENTICATION_FAILED
+            || e.reason() == IscsiLoginException.Reason.REFUSED);
+    String words = errors.stream().map(Throwable::getMessage).toList().toString();
+    if (refused) {
+      return CsiException.failedPrecondition("volume " + volumeId + ": every portal refused this node's login to "
+          + lun.target() + " (is the volume ControllerPublished to this node, whose id must be its initiator"
+          + " name, and are the CHAP secrets right?): " + words);
+    }
+    return new CsiException(Kind.UNAVAILABLE, "volume " + volumeId + ": no portal of " + lun.portals()
+        + " let this node log in to " + lun.target() + ": " + words);
   }
 
   @Override
   public void detach(VolumeRef volume) {
-    // nothing was attached by this node side
+    Optional<LunContext> parsed = LunContext.lenient(volume);
+    if (parsed.isEmpty()) {
+      return; // a context without target, LUN or portals never let an attach log in anywhere
+    }
+    LunContext lun = parsed.get();
+    try {
+      flush(lun.wwid());
+      for (String portal : lun.portals()) {
+        Optional<IscsiSession> session = initiator.session(lun.target(), portal);
+        if (session.isPresent()) {
+          List<Wwid> others = initiator.otherLunsInUse(session.get(), lun.wwid());
+          if (!others.isEmpty()) {
+            LOG.log(System.Logger.Level.INFO, "volume {0}: staying logged in to {1} at {2}: LUN(s) {3} of that"
+                + " target are in use on this node", volume.volumeId(), lun.target(), portal, others);
+            continue;
+          }
+          initiator.logout(lun.target(), portal);
+        }
+        initiator.deleteNode(lun.target(), portal);
+      }
+    } catch (RuntimeException e) {
+      throw translate(volume.volumeId(), "detach", e);
+    }
+  }
+
+  /**
+   * Flushes the map; a refusal by multipathd because the device is open is retried for a few seconds:
+   * right after an unmount, udev's probe of the device holds it open for a moment. A mount or a holder
+   * is refused at once ({@link MapInUseException}).
+   */
+  private void flush(Wwid wwid) {
+    long deadline = System.nanoTime() + FLUSH_RETRY.toNanos();
+    while (true) {
+      try {
+        initiator.flush(wwid);
+        return;
+      } catch (MapInUseException e) {
+        throw e;
+      } catch (StorageException e) {
+        if (System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw e;
+        }
+      }
+    }
   }
 
   @Override
   public void refresh(VolumeRef volume) {
-    throw new CsiException(CsiException.Kind.UNIMPLEMENTED, NOT_BUILT);
+    LunContext lun = LunContext.of(volume);
+    try {
+      for (ScsiDisk disk : initiator.disks(lun.wwid())) {
+        initiator.rescan(disk);
+      }
+      initiator.resize(lun.wwid());
+    } catch (RuntimeException e) {
+      throw translate(volume.volumeId(), "refresh", e);
+    }
   }
 
   @Override
   public VolumeHealth health(VolumeRef volume) {
-    return VolumeHealth.abnormal(NOT_BUILT);
+    Optional<LunContext> lun = LunContext.lenient(volume);
+    if (lun.isEmpty()) {
+      return VolumeHealth.abnormal("the volume context lacks what the qnap node needs (targetIqn, lun, portals, naa)");
+    }
+    try {
+      Optional<MultipathMap> map = initiator.map(lun.get().wwid());
+      if (map.isEmpty()) {
+        return VolumeHealth.abnormal("no multipath map for WWID " + lun.get().wwid() + " on this node");
+      }
+      int up = map.get().upPaths().size();
+      int all = lun.get().portals().size();
+      return up == 0 ? VolumeHealth.abnormal("no path of multipath map " + map.get().name() + " is up")
+          : up < all ? VolumeHealth.abnormal(up + " of " + all + " paths of multipath map " + map.get().name() + " are up")
+          : VolumeHealth.OK;
+    } catch (StorageException e) {
+      return VolumeHealth.abnormal("cannot read the multipath map: " + e.getMessage());
+    }
+  }
+
+  private static RuntimeException translate(String volumeId, String step, RuntimeException e) {
+    return switch (e) {
+      case CsiException c -> c;
+      case MapInUseException m -> CsiException.failedPrecondition("volume " + volumeId + ": multipath map of WWID "
+          + m.wwid() + " is in use (" + String.join(", ", m.users()) + "); unmount it first");
+      case StorageException s -> new CsiException(Kind.UNAVAILABLE, "volume " + volumeId + ": " + step + " failed: "
+          + s.getMessage(), s);
+      default -> e;
+    };
   }
 }

@@ -25,6 +25,7 @@ import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.ListVolumesResponse;
 import dev.caravan.csi.v1.NodeGrpc;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.Snapshot;
 import dev.caravan.csi.v1.Volume;
@@ -157,7 +158,7 @@ class QnapControllerTest {
     assertThat(identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isTrue();
     Volume v = controller.createVolume(create("db", 2).build()).getVolume();
     assertThat(controller.createVolume(create("db", 2).build()).getVolume()).isEqualTo(v);
-    assertThat(v.getVolumeId()).startsWith("qnap/v1/cve-db-");
+    assertThat(v.getVolumeId()).as("ext4, mount access only").startsWith("qnap/v1/cvem-db-");
     assertThat(v.getCapacityBytes()).isEqualTo(2 * GIB);
     String lunName = v.getVolumeId().substring("qnap/v1/".length());
     assertThat(sim.lunNames()).containsExactly(Map.entry(0, lunName));
@@ -166,7 +167,7 @@ class QnapControllerTest {
     assertThat(v.getVolumeContextMap())
         .containsEntry("targetIqn", QnapSimulator.IQN_PREFIX + lunName + QnapSimulator.IQN_POSTFIX)
         .containsEntry("lun", "0").containsEntry("portals", "192.0.2.10:3260,192.0.2.11:3261")
-        .containsEntry("fsType", "ext4").containsKey("naa");
+        .containsEntry("fsType", "ext4").containsEntry("access", "mount").containsKey("naa");
     assertThat(v.getAccessibleTopologyList()).as("the appliance is reachable from every node").isEmpty();
     assertThat(controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build())
         .getVolume()).isEqualTo(v);
@@ -345,7 +346,7 @@ class QnapControllerTest {
   @ValueSource(strings = {"cgi", "rest"})
   void snapshotsClonesExpandAndPages(String transport) throws IOException {
     start(transport, Map.of());
-    Volume v = controller.createVolume(create("src", 1).build()).getVolume();
+    Volume v = controller.createVolume(create("src", 1).addVolumeCapabilities(block()).build()).getVolume();
     Snapshot s = controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
         .setName("s1").build()).getSnapshot();
     assertThat(controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
@@ -477,16 +478,49 @@ class QnapControllerTest {
   }
 
   @Test
-  void theNodeSideSaysItIsNotBuiltYet() throws IOException {
+  void accessTypesAreRecordedInTheIdAndReadBackTheSame() throws IOException {
     start("cgi", Map.of());
+    Volume both = controller.createVolume(create("both", 1).addVolumeCapabilities(block()).build()).getVolume();
+    Volume raw = controller.createVolume(CreateVolumeRequest.newBuilder().setName("raw")
+        .addVolumeCapabilities(block()).setCapacityRange(gib(1)).build()).getVolume();
+    assertThat(both.getVolumeId()).startsWith("qnap/v1/cve-both-");
+    assertThat(both.getVolumeContextMap()).containsEntry("access", "block,mount");
+    assertThat(raw.getVolumeId()).startsWith("qnap/v1/cveb-raw-");
+    assertThat(raw.getVolumeContextMap()).containsEntry("access", "block");
+    for (Volume v : List.of(both, raw)) {
+      assertThat(controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+          .build()).getVolume().getVolumeContextMap()).isEqualTo(v.getVolumeContextMap());
+    }
+    assertThat(controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
+        .extracting(e -> e.getVolume().getVolumeContextMap().get("access")).containsExactlyInAnyOrder("block,mount", "block");
+    // The same name again for an access type the volume was not made for: ALREADY_EXISTS, as on file and local.
+    var e = error(() -> controller.createVolume(create("raw", 1).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(e.getStatus().getDescription()).contains("was created for block access, not mount");
+    assertThat(controller.createVolume(create("both", 1).build()).getVolume()).as("a subset is the same volume")
+        .isEqualTo(both);
+  }
+
+  @Test
+  void theNodeRefusesAContextOrSecretsItCannotUseBeforeTouchingTheHost() throws IOException {
+    start("cgi", Map.of("chap-user-secret", "chapUser", "chap-password-secret", "chapPassword"));
     Volume v = controller.createVolume(create("n", 1).build()).getVolume();
     Path staging = Files.createDirectories(work.resolve("client/csi/staging"));
+    Map<String, String> context = new java.util.HashMap<>(v.getVolumeContextMap());
+    context.remove("naa");
     var e = error(() -> node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
-        .putAllVolumeContext(v.getVolumeContextMap()).build()));
-    assertThat(e.getStatus().getCode()).isEqualTo(Code.UNIMPLEMENTED);
-    assertThat(e.getStatus().getDescription()).contains("not built yet");
+        .putAllVolumeContext(context).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(e.getStatus().getDescription()).contains("volume_context.naa");
+    e = error(() -> node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
+        .putAllVolumeContext(v.getVolumeContextMap()).putSecrets("chapUser", "node-a").build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(e.getStatus().getDescription()).contains("secrets lack 'chapPassword'");
     assertThat(sim.acl(v.getVolumeId().substring(8))).as("nothing changed on the appliance").isEmpty();
+    assertThat(node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setStagingTargetPath(staging.toString()).build())).as("nothing was staged: unstaging succeeds").isNotNull();
   }
 
   @Test

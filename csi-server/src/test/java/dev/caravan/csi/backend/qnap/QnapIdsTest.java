@@ -12,7 +12,7 @@ class QnapIdsTest {
   void anIdAndTheNameItCameFromShareOneLockKey() {
     for (String name : new String[] {"db", "pvc-0b5e6f7a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "Ünïcödé name/../x", "x".repeat(128)}) {
       for (String fs : new String[] {"ext4", "xfs"}) {
-        QnapIds.VolumeId v = QnapIds.volumeFor(name, fs);
+        QnapIds.VolumeId v = QnapIds.volumeFor(name, fs, java.util.Set.of(dev.caravan.csi.backend.AccessType.values()));
         assertThat(QnapIds.volumeShape(v.id())).isEqualTo(new IdShape.Ours(QnapIds.volumeLockKey(name)));
         assertThat(QnapIds.volume(v.id())).map(QnapIds.VolumeId::fsType).contains(fs);
         QnapIds.SnapshotId s = QnapIds.snapshotFor(v, name + "-snap");

@@ -442,8 +442,10 @@ final class QnapSimulator implements AutoCloseable {
   private void tickLuns() {
     for (LunRow l : List.copyOf(luns.values())) {
       if (l.creatingLeft > 0 && --l.creatingLeft == 0) {
-        l.naa = HexFormat.of().formatHex(UUID.nameUUIDFromBytes(l.name.getBytes(StandardCharsets.UTF_8)).toString()
-            .getBytes(StandardCharsets.US_ASCII), 0, 16);
+        // An NAA type 6 id, unique per LUN ever made (a LUN re-made under a reused name is another LUN),
+        // under the OUI Linux's LIO target uses: a guest's LIO target then reports exactly this id
+        // (the 25 hex digits after the OUI being its unit serial), and the LUN's WWID is 3 + this.
+        l.naa = "6001405" + UUID.randomUUID().toString().replace("-", "").substring(0, 25);
         listener.lunCreated(l.index, l.name, l.bytes, l.naa);
       }
       if (l.resizeLeft > 0 && --l.resizeLeft == 0) {

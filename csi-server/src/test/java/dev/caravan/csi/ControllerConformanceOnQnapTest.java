@@ -1,0 +1,8 @@
+package dev.caravan.csi;
+
+class ControllerConformanceOnQnapTest extends ControllerConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.qnap();
+  }
+}
