@@ -82,8 +82,8 @@ class DhvPluginOnLocalTest {
     assertThat(created).containsEntry("path", path.toString()).containsEntry("bytes", 32 * MIB);
     assertThat(zvols()).as("one zvol, its compression the parameter's").hasSize(1);
     assertThat(zfs("get", "-H", "-o", "value", "compression", zvols().getFirst())).isEqualTo("lz4");
-    assertThat(MountTable.at(path).orElseThrow().source()).as("a zvol's device is mounted")
-        .startsWith("/dev/zd");
+    assertThat(MountTable.at(path).orElseThrow().source()).as("the zvol's device is mounted")
+        .isEqualTo("/dev/zvol/" + zvols().getFirst());
     Files.writeString(path.resolve("data.txt"), "kept");
 
     // A reboot takes the mount down; the create Nomad runs at agent start puts it back, data untouched.
