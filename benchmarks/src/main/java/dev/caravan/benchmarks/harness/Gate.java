@@ -47,10 +47,6 @@ final class Gate {
   /** The ratios this run's rows allow (a phase not run gives none of its ratios). */
   static List<Ratio> ratios(List<Result> results) {
     List<Ratio> out = new ArrayList<>();
-    Map<String, Integer> smallestTable = new LinkedHashMap<>();
-    for (Result r : results) {
-      smallestTable.merge(r.server(), r.table(), Math::min);
-    }
     for (Result r : results) {
       String at = (r.server().isEmpty() ? "" : r.server() + ", ") + "table " + r.table();
       if (r.side().equals("client")) {
@@ -66,14 +62,6 @@ final class Gate {
             out);
         over(results, r, NodeLatencyHarness.UNBIND_FLOOR, NodeLatencyHarness.UNPUBLISH,
             "unpublish (server) / Mounts.unmount", at, out);
-      }
-      int smallest = smallestTable.get(r.server());
-      if (r.table() != smallest && r.side().equals("client")
-          && (r.operation().equals(NodeLatencyHarness.PUBLISH) || r.operation().equals(NodeLatencyHarness.UNPUBLISH))) {
-        find(results, r.server(), smallest, "client", r.operation()).ifPresent(ref -> out.add(new Ratio(
-            r.operation() + " table " + r.table() + " / table " + smallest
-                + (r.server().isEmpty() ? "" : " (" + r.server() + ")"),
-            r.operation(), r.operation(), (double) r.p50() / ref.p50())));
       }
     }
     return out;
