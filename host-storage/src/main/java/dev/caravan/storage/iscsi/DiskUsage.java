@@ -1,13 +1,9 @@
 package dev.caravan.storage.iscsi;
 
-import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.internal.sys.Sysfs;
 import dev.caravan.storage.mount.MountEntry;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -90,7 +86,7 @@ final class DiskUsage {
   /** Mounts of the device {@code name} and bind mounts of its device node. */
   private List<String> direct(String name, Path dir) {
     List<String> users = new ArrayList<>();
-    Optional<String> dev = read(dir.resolve("dev"));
+    Optional<String> dev = Sysfs.attribute(dir.resolve("dev"));
     for (MountEntry m : mounts) {
       if (dev.isPresent() && m.majorMinor().equals(dev.get())) {
         users.add(name + " mounted at " + m.mountPoint());
@@ -106,7 +102,7 @@ final class DiskUsage {
     if (!name.startsWith("dm-")) {
       return Optional.empty();
     }
-    Optional<String> uuid = read(sysBlock.resolve(name).resolve("dm/uuid"));
+    Optional<String> uuid = Sysfs.attribute(sysBlock.resolve(name).resolve("dm/uuid"));
     if (uuid.isEmpty() || !uuid.get().startsWith(MPATH_UUID)) {
       return Optional.empty(); // LVM, dm-crypt, a kpartx partition ("part1-mpath-..."): a user
     }
@@ -114,16 +110,6 @@ final class DiskUsage {
       return Optional.of(Wwid.of(uuid.get().substring(MPATH_UUID.length())));
     } catch (IllegalArgumentException e) {
       return Optional.empty();
-    }
-  }
-
-  private static Optional<String> read(Path file) {
-    try {
-      return Optional.of(Files.readString(file, StandardCharsets.UTF_8).strip());
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new StorageException("cannot read " + file + ": " + e, e);
     }
   }
 }

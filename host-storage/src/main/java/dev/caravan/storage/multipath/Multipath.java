@@ -5,10 +5,7 @@ import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.internal.sys.Sysfs;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -187,12 +184,12 @@ public final class Multipath {
       if (!kernelName.startsWith("dm-")) {
         continue;
       }
-      Optional<String> uuid = read(dir.resolve("dm/uuid"));
+      Optional<String> uuid = Sysfs.attribute(dir.resolve("dm/uuid"));
       if (uuid.isEmpty() || !uuid.get().startsWith(UUID_PREFIX)) {
         continue; // not a multipath map: LVM, crypt, a kpartx partition ("part1-mpath-...")
       }
-      Optional<String> name = read(dir.resolve("dm/name"));
-      Optional<String> dev = read(dir.resolve("dev"));
+      Optional<String> name = Sysfs.attribute(dir.resolve("dm/name"));
+      Optional<String> dev = Sysfs.attribute(dir.resolve("dev"));
       if (name.isEmpty() || dev.isEmpty()) {
         continue; // removed while we looked
       }
@@ -231,16 +228,6 @@ public final class Multipath {
       }
     }
     return states;
-  }
-
-  private static Optional<String> read(Path file) {
-    try {
-      return Optional.of(Files.readString(file, StandardCharsets.UTF_8).strip());
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new StorageException("cannot read " + file + ": " + e, e);
-    }
   }
 
   private static List<String> names(Path dir) {
