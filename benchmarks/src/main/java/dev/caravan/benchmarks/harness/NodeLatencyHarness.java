@@ -313,10 +313,8 @@ public final class NodeLatencyHarness {
         from = logSize();
       }
       Path target = target(i, vol);
-      NodePublishVolumeRequest p = NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build();
-      NodeUnpublishVolumeRequest u =
-          NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build();
+      NodePublishVolumeRequest p = publishRequest(vol, staging, target);
+      NodeUnpublishVolumeRequest u = unpublishRequest(vol, target);
       long t0 = System.nanoTime();
       node.nodePublishVolume(p);
       long t1 = System.nanoTime();
@@ -336,13 +334,24 @@ public final class NodeLatencyHarness {
     return List.of(publish, unpublish);
   }
 
+  private static NodePublishVolumeRequest publishRequest(String vol, Path staging, Path target) {
+    return NodePublishVolumeRequest.newBuilder().setVolumeId(vol).setStagingTargetPath(staging.toString())
+        .setTargetPath(target.toString()).setVolumeCapability(CAP).build();
+  }
+
+  private static NodeUnpublishVolumeRequest unpublishRequest(String vol, Path target) {
+    return NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build();
+  }
+
+  private static NodeGetVolumeStatsRequest statsRequest(String vol, Path target) {
+    return NodeGetVolumeStatsRequest.newBuilder().setVolumeId(vol).setVolumePath(target.toString()).build();
+  }
+
   private Samples stats(String vol, Path staging) throws IOException {
     Samples stats = new Samples("NodeGetVolumeStats", iterations);
     Path target = target(-1, vol);
-    node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
-        .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build());
-    NodeGetVolumeStatsRequest r =
-        NodeGetVolumeStatsRequest.newBuilder().setVolumeId(vol).setVolumePath(target.toString()).build();
+    node.nodePublishVolume(publishRequest(vol, staging, target));
+    NodeGetVolumeStatsRequest r = statsRequest(vol, target);
     NodeGetVolumeStatsResponse first = node.nodeGetVolumeStats(r);
     check(first.getUsageCount() == 2 && !first.getVolumeCondition().getAbnormal(), "unexpected stats " + first);
     long from = -1;
@@ -358,8 +367,7 @@ public final class NodeLatencyHarness {
       }
     }
     serverSide("NodeGetVolumeStats", from, "NodeGetVolumeStats");
-    node.nodeUnpublishVolume(
-        NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build());
+    node.nodeUnpublishVolume(unpublishRequest(vol, target));
     dropAlloc(-1);
     return stats;
   }
@@ -388,12 +396,9 @@ public final class NodeLatencyHarness {
       }
       boolean timed = i >= warmup;
       Path target = target(i, vol);
-      NodePublishVolumeRequest p = NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build();
-      NodeGetVolumeStatsRequest st =
-          NodeGetVolumeStatsRequest.newBuilder().setVolumeId(vol).setVolumePath(target.toString()).build();
-      NodeUnpublishVolumeRequest u =
-          NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol).setTargetPath(target.toString()).build();
+      NodePublishVolumeRequest p = publishRequest(vol, staging, target);
+      NodeGetVolumeStatsRequest st = statsRequest(vol, target);
+      NodeUnpublishVolumeRequest u = unpublishRequest(vol, target);
       long t0 = System.nanoTime();
       identity.probe(r);
       long t1 = System.nanoTime();
