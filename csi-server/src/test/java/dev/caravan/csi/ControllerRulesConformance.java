@@ -4,6 +4,7 @@ import static dev.caravan.csi.Caps.MIB;
 import static dev.caravan.csi.GrpcOutcomes.code;
 import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.server.VolumeLocks;
@@ -239,6 +240,7 @@ abstract class ControllerRulesConformance {
    */
   @Test
   void aVolumeIsUsedOnlyTheWaysItWasCreatedFor() throws IOException {
+    backend().assumeNodeSide();
     f = PluginFixture.start(backend());
     Volume raw = createVolume("raw-only", Caps.block());
     String id = raw.getVolumeId();
@@ -277,6 +279,7 @@ abstract class ControllerRulesConformance {
   /** A repeated CreateVolume whose requisite topology excludes the node of the existing volume. */
   @Test
   void aRepeatThatExcludesTheVolumesNodeIsAlreadyExists() throws IOException {
+    assumeTrue(backend().nodeLocal(), () -> "the " + backend().driver() + " backend's volumes have no node topology");
     f = PluginFixture.start(backend());
     Volume v = createVolume("placed", Caps.mount("ext4"));
     StatusRuntimeException e = error(() -> f.controller.createVolume(create("placed", Caps.mount("ext4"))
@@ -387,6 +390,7 @@ abstract class ControllerRulesConformance {
   private Set<String> whole(String id) {
     return switch (backend().driver()) {
       case "file" -> Set.of("volumes/" + id + ".img", "volumes/" + id + ".meta");
+      case "qnap" -> Set.of("lun:" + id.substring("qnap/v1/".length()), "target:" + id.substring("qnap/v1/".length()));
       default -> Set.of(id.substring(id.indexOf('/', "local/v1/".length()) + 1)); // the zvol's dataset
     };
   }
@@ -401,6 +405,7 @@ abstract class ControllerRulesConformance {
   @ParameterizedTest
   @ValueSource(strings = {"block", "mount"})
   void aVolumeInUseIsNeverDeletedAndIsReportedPublished(String access) throws IOException {
+    backend().assumeNodeSide();
     f = PluginFixture.start(backend());
     VolumeCapability cap = access.equals("block") ? Caps.block() : Caps.mount("ext4");
     Volume v = createVolume("in-use-" + access, cap);
@@ -446,6 +451,7 @@ abstract class ControllerRulesConformance {
 
   @Test
   void aSnapshotOfAVolumeInBlockUseIsPointInTimeOrRefused() throws IOException {
+    backend().assumeNodeSide();
     f = PluginFixture.start(backend());
     VolumeCapability cap = Caps.block();
     Volume v = createVolume("blk-src", cap);

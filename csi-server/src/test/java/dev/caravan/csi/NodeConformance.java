@@ -187,7 +187,9 @@ abstract class NodeConformance {
     assertThat(early.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(early.getStatus().getDescription()).contains(target.toString());
     assertThat(MountTable.isMountPoint(staging)).isTrue();
-    assertThat(code(() -> delete(id))).as("delete while staged").isEqualTo(Code.FAILED_PRECONDITION);
+    // DeleteVolume alone: delete() would ControllerUnpublish first, taking this node out of the ACL.
+    assertThat(code(() -> f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build())))
+        .as("delete while staged").isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build())
         .getStatus().getPublishedNodeIdsList()).containsExactly(f.backend.nodeId());
 

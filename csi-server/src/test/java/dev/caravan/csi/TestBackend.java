@@ -125,6 +125,17 @@ abstract class TestBackend {
     return false;
   }
 
+  /** Why this machine cannot stage this backend's volumes; empty when it can. */
+  Optional<String> nodeSideMissing() {
+    return Optional.empty();
+  }
+
+  /** Skips the calling test, with the reason, when this machine cannot stage this backend's volumes. */
+  final void assumeNodeSide() {
+    Optional<String> why = nodeSideMissing();
+    assumeTrue(why.isEmpty(), () -> "the " + driver() + " backend " + why.orElse(""));
+  }
+
   /**
    * A size the node suites name in MiB (multiples of 32 MiB), as this backend can make it: itself on
    * file and local; qnap, which sizes in whole GiB, makes each 32 MiB one GiB.
@@ -435,6 +446,12 @@ abstract class TestBackend {
     @Override
     boolean stageNeedsContext() {
       return true;
+    }
+
+    @Override
+    Optional<String> nodeSideMissing() {
+      return lio ? Optional.empty() : Optional.of("on the simulator alone has no iSCSI target to stage from: the"
+          + " node side runs on LIO in the guest (NodeConformanceOnQnapTest)");
     }
 
     @Override
