@@ -9,6 +9,7 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -41,14 +42,12 @@ final class ForkedPlugin implements AutoCloseable {
       p.store(w, null);
     }
     Path log = f.work.resolve("forked-" + crashAt + ".log");
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    // C1 only and the serial collector: the process lives for one call, and starts far faster so.
-    Process process = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-        "-XX:+UseSerialGC", "-D" + CrashPoints.PROPERTY + "=" + crashAt, "-cp", TestClassPath.of(),
-        "dev.caravan.csi.cli.Main", "serve", "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(),
-        "--node-id", s.nodeId(), "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(),
-        "--http-listen", "off", "--config", config.toString())
-        .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    List<String> command = PluginJvm.java();
+    command.addAll(List.of("-D" + CrashPoints.PROPERTY + "=" + crashAt, "dev.caravan.csi.cli.Main", "serve",
+        "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
+        "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", "off",
+        "--config", config.toString()));
+    Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     ForkedPlugin forked = new ForkedPlugin(process, log);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
     while (!CsiServer.isLive(s.socket())) {

@@ -47,11 +47,9 @@ final class PluginProcess implements AutoCloseable {
     if (privateMounts) {
       command.addAll(List.of("unshare", "--mount", "--propagation", "private"));
     }
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    command.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-        "-cp", TestClassPath.of(), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
+    command.addAll(PluginJvm.caravan(List.of("serve", "--http-listen=off",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
-        "--data-dir", s.dataDir().toString(), "--config", config.toString()));
+        "--data-dir", s.dataDir().toString(), "--config", config.toString())));
     Path log = Files.createTempFile(fixture.work, "plugin-", ".log");
     Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     PluginProcess plugin = new PluginProcess(fixture, p, log);
