@@ -1,0 +1,139 @@
+package dev.caravan.csi;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.zip.CRC32C;
+
+/**
+ * The failover scenarios' workload: an application appending numbered, checksummed records to one
+ * file on the volume and fsyncing each one, and the verifier that reads them back afterwards. What a
+ * scenario promises is that every record the writer saw fsynced is there, intact and in order; a
+ * record torn by a crash may follow them, nothing else.
+ *
+ * <p>A record is 64 bytes: its number, the writer's generation (a new one per task start), 36 bytes
+ * of payload derived from both, and a CRC-32C over the rest.
+ */
+final class RecordLog {
+  static final int RECORD = 64;
+
+  private RecordLog() {}
+
+  /** The contents of a record log: the intact records from the start, and whether anything else follows. */
+  record Contents(long records, long trailingBytes) {}
+
+  /** Reads {@code file} from the start; stops at the first record that is short, mis-numbered or fails its checksum. */
+  static Contents read(Path file) throws IOException {
+    byte[] all = Files.readAllBytes(file);
+    ByteBuffer b = ByteBuffer.wrap(all);
+    long n = 0;
+    while (b.remaining() >= RECORD) {
+      ByteBuffer r = b.slice(b.position(), RECORD);
+      if (r.getLong(0) != n || !checksumHolds(r)) {
+        break;
+      }
+      n++;
+      b.position(b.position() + RECORD);
+    }
+    return new Contents(n, all.length - n * RECORD);
+  }
+
+  /** Starts a writer appending after the intact records already in {@code file} (a restarted task resumes). */
+  static Writer start(Path file, int generation) throws IOException {
+    long first = Files.exists(file) ? read(file).records() : 0;
+    return new Writer(file, generation, first);
+  }
+
+  private static boolean checksumHolds(ByteBuffer r) {
+    CRC32C crc = new CRC32C();
+    crc.update(r.slice(0, RECORD - 4));
+    return (int) crc.getValue() == r.getInt(RECORD - 4);
+  }
+
+  private static ByteBuffer record(long n, int generation) {
+    ByteBuffer r = ByteBuffer.allocate(RECORD);
+    r.putLong(n).putInt(generation);
+    for (int i = 0; i < RECORD - 16; i++) {
+      r.put((byte) (n * 31 + 7L * generation + i));
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(r.array(), 0, RECORD - 4);
+    r.putInt((int) crc.getValue());
+    return r.flip();
+  }
+
+  /** One task's writer: a thread that appends and fsyncs records until it is stopped or a write fails. */
+  static final class Writer implements AutoCloseable {
+    private final AtomicLong durable;
+    private final AtomicReference<Throwable> failure = new AtomicReference<>();
+    private final Thread thread;
+    private volatile boolean stopping;
+
+    private Writer(Path file, int generation, long first) throws IOException {
+      durable = new AtomicLong(first);
+      FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      // A torn record of an earlier task is overwritten: the log resumes after its last intact record.
+      ch.truncate(first * RECORD);
+      ch.position(first * RECORD);
+      thread = Thread.ofPlatform().name("record-writer-" + generation).daemon().start(() -> {
+        try (ch) {
+          long n = first;
+          while (!stopping) {
+            ByteBuffer r = record(n, generation);
+            while (r.hasRemaining()) {
+              ch.write(r);
+            }
+            ch.force(false);
+            durable.set(++n);
+            Thread.sleep(2); // an application's pace, not a benchmark's: leave the CPU to the plugin
+          }
+        } catch (IOException | InterruptedException | RuntimeException e) {
+          failure.set(e);
+        }
+      });
+    }
+
+    /** How many records are in the file and fsynced, counting those before this writer started. */
+    long durable() {
+      return durable.get();
+    }
+
+    /** Waits until at least {@code records} are durable; fails if the writer failed or {@code timeout} passes. */
+    void awaitDurable(long records, Duration timeout) throws InterruptedException, TimeoutException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (durable.get() < records) {
+        if (failure.get() != null) {
+          throw new IllegalStateException("the writer failed after " + durable.get() + " records", failure.get());
+        }
+        if (System.nanoTime() > deadline) {
+          throw new TimeoutException("the writer made " + durable.get() + " of " + records + " records durable in "
+              + timeout);
+        }
+        Thread.sleep(5);
+      }
+    }
+
+    /** Stops the writer, as a task that exits; returns how many records are durable. */
+    long stop() throws InterruptedException {
+      stopping = true;
+      thread.join(Duration.ofSeconds(30));
+      if (failure.get() != null) {
+        throw new IllegalStateException("the writer failed after " + durable.get() + " records", failure.get());
+      }
+      return durable.get();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      stopping = true;
+      thread.join(Duration.ofSeconds(30));
+    }
+  }
+}
