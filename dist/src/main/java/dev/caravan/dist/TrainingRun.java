@@ -77,7 +77,10 @@ public final class TrainingRun {
           .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
       boolean ready = identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue();
       long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-      System.out.printf(Locale.ROOT, "first Probe answered %d ms after start (ready=%s)%n", millis, ready);
+      // The server's CPU time so far: unlike the wall time, it barely moves with the machine's other load.
+      long cpu = server.info().totalCpuDuration().map(d -> d.toMillis()).orElse(-1L);
+      System.out.printf(Locale.ROOT, "first Probe answered %d ms after start, server CPU %d ms (ready=%s)%n",
+          millis, cpu, ready);
       if (!probeOnly) {
         exercise(ch);
       }
