@@ -1,0 +1,139 @@
+package dev.caravan.dist;
+
+import dev.caravan.csi.cli.UnixChannel;
+import dev.caravan.csi.v1.CapacityRange;
+import dev.caravan.csi.v1.ControllerGetCapabilitiesRequest;
+import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.GetPluginCapabilitiesRequest;
+import dev.caravan.csi.v1.GetPluginInfoRequest;
+import dev.caravan.csi.v1.IdentityGrpc;
+import dev.caravan.csi.v1.ListVolumesRequest;
+import dev.caravan.csi.v1.NodeGetCapabilitiesRequest;
+import dev.caravan.csi.v1.NodeGetInfoRequest;
+import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.csi.v1.VolumeCapability;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Starts {@code caravan serve} as a child process and drives it as a CO would, through a real gRPC
+ * client on its unix socket: the build runs it to train the JVM AOT cache (the server is started with
+ * {@code -XX:AOTCacheOutput}), and {@code dist/cold-start} runs it to time a cold start. It prints the
+ * milliseconds from starting the server process to the first answered Probe, then (unless
+ * {@code --probe-only}) calls the identity, controller and node RPCs that need no root on the file
+ * backend, and stops the server with SIGTERM, as Nomad does.
+ *
+ * <p>{@code TrainingRun [--probe-only] SOCKET -- SERVER_COMMAND...}
+ */
+public final class TrainingRun {
+  private static final long DEADLINE_SECONDS = 60;
+
+  private TrainingRun() {}
+
+  public static void main(String[] args) throws IOException, InterruptedException {
+    List<String> all = Arrays.asList(args);
+    int dashes = all.indexOf("--");
+    boolean probeOnly = all.contains("--probe-only");
+    if (dashes < 1 || dashes == all.size() - 1) {
+      System.err.println("usage: TrainingRun [--probe-only] SOCKET -- SERVER_COMMAND...");
+      System.exit(2);
+    }
+    Path socket = Path.of(all.get(dashes - 1));
+    List<String> command = all.subList(dashes + 1, all.size());
+    System.exit(run(socket, command, probeOnly));
+  }
+
+  private static int run(Path socket, List<String> command, boolean probeOnly)
+      throws IOException, InterruptedException {
+    long start = System.nanoTime();
+    Process server = new ProcessBuilder(command).inheritIO().start();
+    int status = drive(socket, server, start, probeOnly);
+    server.destroy(); // SIGTERM, as Nomad stops a plugin: it drains, and the JVM writes its AOT cache on the way out
+    if (!server.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
+      server.destroyForcibly();
+      System.err.println("training run: the server did not stop on SIGTERM");
+      return 1;
+    }
+    int exit = server.exitValue();
+    // 143 is 128 + SIGTERM: the JVM's own exit status after a SIGTERM it handled.
+    return status != 0 ? status : exit == 0 || exit == 143 ? 0 : exit;
+  }
+
+  private static int drive(Path socket, Process server, long start, boolean probeOnly) throws InterruptedException {
+    if (!awaitSocket(socket, server, start)) {
+      return 1;
+    }
+    try (UnixChannel ch = new UnixChannel(socket)) {
+      var identity = IdentityGrpc.newBlockingStub(ch.channel()).withWaitForReady()
+          .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
+      boolean ready = identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue();
+      long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      // The server's CPU time so far: unlike the wall time, it barely moves with the machine's other load.
+      long cpu = server.info().totalCpuDuration().map(d -> d.toMillis()).orElse(-1L);
+      System.out.printf(Locale.ROOT, "first Probe answered %d ms after start, server CPU %d ms (ready=%s)%n",
+          millis, cpu, ready);
+      if (!probeOnly) {
+        exercise(ch);
+      }
+      return 0;
+    } catch (StatusRuntimeException e) {
+      System.err.println("training run: " + e.getStatus());
+      return 1;
+    }
+  }
+
+  private static boolean awaitSocket(Path socket, Process server, long start) throws InterruptedException {
+    while (!Files.exists(socket)) {
+      if (!server.isAlive()) {
+        System.err.println("training run: the server exited with " + server.exitValue() + " before listening");
+        return false;
+      }
+      if (System.nanoTime() - start > TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS)) {
+        System.err.println("training run: no socket at " + socket + " after " + DEADLINE_SECONDS + " s");
+        return false;
+      }
+      Thread.sleep(2);
+    }
+    return true;
+  }
+
+  /** The RPCs a CO makes on a node and controller plugin's first minutes, all root-free on the file backend. */
+  private static void exercise(UnixChannel ch) {
+    var identity = IdentityGrpc.newBlockingStub(ch.channel()).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    var controller = ControllerGrpc.newBlockingStub(ch.channel())
+        .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    var node = NodeGrpc.newBlockingStub(ch.channel()).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    identity.getPluginInfo(GetPluginInfoRequest.getDefaultInstance());
+    identity.getPluginCapabilities(GetPluginCapabilitiesRequest.getDefaultInstance());
+    controller.controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance());
+    node.nodeGetInfo(NodeGetInfoRequest.getDefaultInstance());
+    node.nodeGetCapabilities(NodeGetCapabilitiesRequest.getDefaultInstance());
+    VolumeCapability cap = VolumeCapability.newBuilder()
+        .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
+        .setAccessMode(VolumeCapability.AccessMode.newBuilder()
+            .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
+        .build();
+    String volume = controller.createVolume(CreateVolumeRequest.newBuilder()
+        .setName("caravan-training").addVolumeCapabilities(cap)
+        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(16L << 20)).build()).getVolume().getVolumeId();
+    controller.listVolumes(ListVolumesRequest.getDefaultInstance());
+    try {
+      // A request the server refuses, so the validation and error paths are in the cache too.
+      controller.createVolume(CreateVolumeRequest.getDefaultInstance());
+    } catch (StatusRuntimeException expected) {
+      // INVALID_ARGUMENT, as the CSI spec names for a request without a name.
+    }
+    controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(volume).build());
+    System.out.println("training run: GetPluginInfo, GetPluginCapabilities, ControllerGetCapabilities, NodeGetInfo,"
+        + " NodeGetCapabilities, CreateVolume, ListVolumes, DeleteVolume answered");
+  }
+}
