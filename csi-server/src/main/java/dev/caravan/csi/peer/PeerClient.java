@@ -2,6 +2,7 @@ package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.peer.v1.PeerGrpc;
+import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -32,6 +33,11 @@ final class PeerClient implements AutoCloseable {
         .build();
   }
 
+  /** Whether the last connection attempt failed (gRPC then fails calls fast until its backoff ends). */
+  boolean failing() {
+    return channel.getState(false) == ConnectivityState.TRANSIENT_FAILURE;
+  }
+
   String node() {
     return node;
   }
@@ -54,11 +60,26 @@ final class PeerClient implements AutoCloseable {
       Status.Code code = e.getStatus().getCode();
       if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED) {
         throw new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " (peer endpoint " + address
-            + ") cannot be reached: " + code + (e.getStatus().getDescription() == null ? ""
-                : " (" + e.getStatus().getDescription() + ")") + ". " + recovery);
+            + ") cannot be reached: " + code + why(e) + ". " + recovery);
       }
       throw e;
     }
+  }
+
+  /** The status description and its root cause (refused connection, TLS alert), which tell the operator what to fix. */
+  private static String why(StatusRuntimeException e) {
+    StringBuilder out = new StringBuilder();
+    if (e.getStatus().getDescription() != null) {
+      out.append(" (").append(e.getStatus().getDescription()).append(')');
+    }
+    Throwable root = e;
+    while (root.getCause() != null) {
+      root = root.getCause();
+    }
+    if (root != e && root.getMessage() != null) {
+      out.append(": ").append(root.getMessage());
+    }
+    return out.toString();
   }
 
   @Override

@@ -7,7 +7,11 @@ import java.util.Map;
 import java.util.TreeSet;
 import javax.net.ssl.SSLException;
 
-/** One {@link PeerClient} per peer node, replaced when the node's address changes. */
+/**
+ * One {@link PeerClient} per peer node, replaced when the node's address changes, and when its last
+ * connection attempt failed: a peer that was down is tried afresh at the next call, not after gRPC's
+ * reconnect backoff.
+ */
 final class PeerClients implements AutoCloseable {
   private final PeerSet peers;
   private final CredentialFiles files;
@@ -35,7 +39,7 @@ final class PeerClients implements AutoCloseable {
     }
     synchronized (clients) {
       PeerClient c = clients.get(node);
-      if (c != null && !c.address().equals(address)) {
+      if (c != null && (!c.address().equals(address) || c.failing())) {
         c.close();
         c = null;
       }
