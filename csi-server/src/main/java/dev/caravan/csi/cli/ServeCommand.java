@@ -109,6 +109,11 @@ final class ServeCommand implements Callable<Integer> {
       + " Every node lists the others (its own entry is ignored).")
   List<String> peers = new ArrayList<>();
 
+  @Option(names = "--peer-service", paramLabel = "NAME", description = "Find the peers through Nomad instead of"
+      + " --peer: the registrations of this Nomad service (provider nomad; each tagged caravan-node=<node id>), read"
+      + " through the task API socket with the task's workload identity (ACL: namespace read-job), every 30 s.")
+  String peerService;
+
   @Option(names = "--peer-tls-cert", description = "PEM certificate (chain) of this node for the peer endpoint;"
       + " its subjectAltName must hold the node id as a DNS name. Re-read when it changes.")
   Path peerTlsCert;
@@ -185,7 +190,8 @@ final class ServeCommand implements Callable<Integer> {
     }
     Optional<PeerSettings> peering;
     try {
-      peering = PeerFlags.parse(drv, node, peerListen, peers, peerTlsCert, peerTlsKey, peerTlsCa, placementReserve);
+      peering = PeerFlags.parse(drv, node, peerListen, peers, peerService, System.getenv(), peerTlsCert, peerTlsKey,
+          peerTlsCa, placementReserve);
     } catch (IllegalArgumentException e) {
       System.err.println("caravan: " + e.getMessage());
       return 2;

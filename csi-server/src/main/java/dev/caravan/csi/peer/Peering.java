@@ -34,8 +34,8 @@ public final class Peering implements AutoCloseable {
     PeerServer server = PeerServer.start(s.listen(), files, s.peers(),
         new PeerService(local, backend, self, s.reserveBytes()));
     PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
-    LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers {2}", self, s.listen(),
-        s.peers().current());
+    LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
+        s.peers());
     return new Peering(server, clients, new RoutingControllerService(local, backend, self, s.reserveBytes(), clients));
   }
 

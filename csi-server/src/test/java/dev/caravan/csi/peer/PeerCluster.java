@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.BiFunction;
 import java.util.stream.Stream;
 
 /**
@@ -55,6 +56,8 @@ final class PeerCluster implements AutoCloseable {
   final Path work;
   final PeerCa ca;
   final Map<String, Node> nodes = new LinkedHashMap<>();
+  /** Each node's peer set, from its id and the other nodes' addresses (static by default). */
+  BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets = (self, others) -> new StaticPeers(others);
 
   private PeerCluster(Path work, PeerCa ca) {
     this.work = work;
@@ -63,12 +66,18 @@ final class PeerCluster implements AutoCloseable {
 
   /** Starts a node per entry of {@code reserves} (node id → placement reserve in bytes). */
   static PeerCluster start(Map<String, Long> reserves) throws Exception {
+    return start(reserves, (self, others) -> new StaticPeers(others));
+  }
+
+  static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets)
+      throws Exception {
     PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"));
     for (Map.Entry<String, Long> e : reserves.entrySet()) {
       Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
       PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
       c.nodes.put(n.id, n);
     }
+    c.peerSets = peerSets;
     for (Node n : c.nodes.values()) {
       c.startNode(n.id);
     }
@@ -97,7 +106,7 @@ final class PeerCluster implements AutoCloseable {
     nodes.values().stream().filter(o -> !o.id.equals(id)).forEach(o -> others.put(o.id, o.address()));
     Path socket = n.dir.resolve("csi.sock");
     PeerSettings peers = new PeerSettings(n.address(), n.tls().resolve("cert.pem"), n.tls().resolve("key.pem"),
-        n.tls().resolve("ca.pem"), new StaticPeers(others), n.reserve, Duration.ofSeconds(10));
+        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, Duration.ofSeconds(10));
     n.plugin = Plugin.start(Plugin.Settings.of("file", socket, id, n.data()), IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
