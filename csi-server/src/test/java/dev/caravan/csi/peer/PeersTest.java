@@ -178,4 +178,32 @@ class PeersTest {
     cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(cluster.files("n2", "volumes")).isEmpty();
   }
+
+  @Test
+  void aPeerRestartingBetweenPagesLosesNothing() throws Exception {
+    cluster = PeerCluster.start("n1", "n2", "n3");
+    List<String> ids = new ArrayList<>();
+    String[] hosts = {"n1", "n2", "n3", "n3", "n2", "n1"};
+    for (int i = 0; i < hosts.length; i++) {
+      ids.add(cluster.csi("n1").createVolume(create("paged-" + i, hosts[i], 16 * MIB)).getVolume().getVolumeId());
+    }
+    List<String> seen = new ArrayList<>();
+    ListVolumesResponse page = cluster.csi("n1").listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(2).build());
+    page.getEntriesList().forEach(e -> seen.add(e.getVolume().getVolumeId()));
+    cluster.stopNode("n3");
+    String token = page.getNextToken();
+    StatusRuntimeException down = GrpcOutcomes.error(() -> cluster.csi("n1").listVolumes(
+        ListVolumesRequest.newBuilder().setMaxEntries(2).setStartingToken(token).build()));
+    assertThat(down.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+    assertThat(down.getStatus().getDescription()).contains("node n3");
+    cluster.startNode("n3");
+    String next = token;
+    while (!next.isEmpty()) {
+      page = cluster.csi("n2").listVolumes(ListVolumesRequest.newBuilder().setMaxEntries(2).setStartingToken(next)
+          .build());
+      page.getEntriesList().forEach(e -> seen.add(e.getVolume().getVolumeId()));
+      next = page.getNextToken();
+    }
+    assertThat(seen).containsExactlyElementsOf(ids.stream().sorted().toList());
+  }
 }
