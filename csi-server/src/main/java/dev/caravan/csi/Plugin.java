@@ -4,6 +4,7 @@ import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.iscsi.IscsiSweeperService;
 import dev.caravan.csi.node.AllowedRoots;
@@ -11,6 +12,8 @@ import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.Observability;
+import dev.caravan.csi.peer.PeerSettings;
+import dev.caravan.csi.peer.Peering;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.server.VolumeLocks;
 import dev.caravan.csi.service.ControllerService;
@@ -19,8 +22,10 @@ import dev.caravan.csi.service.NodeService;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * A running Caravan plugin: backend, node journal and engine, the three CSI services and the server
@@ -87,15 +92,17 @@ public final class Plugin implements AutoCloseable {
   private final Observability observability;
   private final VolumeLocks locks;
   private final AutoCloseable sweeper;
+  private final Optional<Peering> peering;
 
   private Plugin(Backend backend, CsiServer server, NodeEngine engine, Observability observability, VolumeLocks locks,
-      AutoCloseable sweeper) {
+      AutoCloseable sweeper, Optional<Peering> peering) {
     this.backend = backend;
     this.server = server;
     this.engine = engine;
     this.observability = observability;
     this.locks = locks;
     this.sweeper = sweeper;
+    this.peering = peering;
   }
 
   /** With the leaked-session sweeper at its defaults ({@link IscsiGc#DEFAULT}: on, for the qnap driver). */
@@ -104,13 +111,29 @@ public final class Plugin implements AutoCloseable {
   }
 
   public static Plugin start(Settings s, IscsiGc iscsiGc) throws IOException {
+    return start(s, iscsiGc, Optional.empty());
+  }
+
+  /**
+   * Starts a plugin, alone or as one node of a multi-node plugin.
+   *
+   * @param peers with peers, controller calls run on the node that owns their volume (reached through
+   *     the peer endpoint this starts), and the file backend's ids name their node; without, the plugin
+   *     serves its own node alone
+   */
+  public static Plugin start(Settings s, IscsiGc iscsiGc, Optional<PeerSettings> peers) throws IOException {
     AllowedRoots roots = AllowedRoots.of(s.effectiveAllowedRoots());
     // The journal first: the backend asks it what this node has staged and published.
     NodeJournal journal = NodeJournal.open(s.journalDir());
+    Map<String, String> options = new HashMap<>(s.options());
+    if (peers.isPresent() && s.driver().equals("file")) {
+      options.putIfAbsent(FileBackend.NODE_SCOPED_IDS, "true");
+    }
     Backend backend = Backends.open(
-        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), s.options(), journal.usage()));
+        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), options, journal.usage()));
     Observability observability = null;
     AutoCloseable sweeper = () -> {};
+    Peering peering = null;
     try {
       observability = Observability.create(s, backend, journal);
       NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
@@ -127,12 +150,19 @@ public final class Plugin implements AutoCloseable {
       // Its first sweep comes one interval later, with the services up; it shares their locks.
       sweeper = IscsiSweeperService.start(iscsiGc, s.driver(), s.options(), journal, controller, locks,
           observability.metrics());
+      ControllerService localController = new ControllerService(controller, locks, s.nodeId());
+      if (peers.isPresent()) {
+        peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller());
+      }
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
-          new ControllerService(controller, locks, s.nodeId()),
+          peering != null ? peering.controller() : localController,
           new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors());
-      return new Plugin(backend, server, engine, observability, locks, sweeper);
+      return new Plugin(backend, server, engine, observability, locks, sweeper, Optional.ofNullable(peering));
     } catch (IOException | RuntimeException e) {
+      if (peering != null) {
+        peering.close();
+      }
       close(sweeper);
       if (observability != null) {
         observability.close();
@@ -159,6 +189,11 @@ public final class Plugin implements AutoCloseable {
     return locks;
   }
 
+  /** The peer endpoint and routing, when the plugin has peers. */
+  public Optional<Peering> peering() {
+    return peering;
+  }
+
   /** Usage collector, metrics and the observe HTTP server. */
   public Observability observability() {
     return observability;
@@ -173,6 +208,7 @@ public final class Plugin implements AutoCloseable {
     try {
       server.shutdown(drain);
     } finally {
+      peering.ifPresent(Peering::close);
       close(sweeper);
       observability.close();
       backend.close();

@@ -33,6 +33,29 @@ public interface ControllerBackend {
   /** As {@link #volumeId} for snapshot ids. */
   IdShape snapshotId(String id);
 
+  /**
+   * The node whose storage holds the volume {@code id} names, when the id says so: ids of node-local
+   * backends that plugins on other nodes forward calls for. Empty when the id names no node (any
+   * node's plugin serves it, or it predates node-scoped ids). Called with ids of this backend's form.
+   */
+  default Optional<String> volumeOwner(String id) {
+    return Optional.empty();
+  }
+
+  /** As {@link #volumeOwner} for snapshot ids. */
+  default Optional<String> snapshotOwner(String id) {
+    return Optional.empty();
+  }
+
+  /**
+   * Bytes promised to existing volumes that {@link CapacityReport#availableBytes()} does not count as
+   * used yet (sparse images not written to); placement subtracts them. Zero where every volume's size
+   * is reserved when it is made.
+   */
+  default long unallocatedPromiseBytes() {
+    return 0;
+  }
+
   /** The lock key of the volume CreateVolume makes for {@code name} (see {@link IdShape.Ours}). */
   String volumeLockKey(String name);
 

@@ -6,6 +6,8 @@ import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.nomad.NomadClient;
+import dev.caravan.csi.peer.PeerFlags;
+import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.server.Endpoint;
 import dev.caravan.csi.service.IdentityService;
@@ -98,6 +100,35 @@ final class ServeCommand implements Callable<Integer> {
       + " --config keys iscsi-gc-interval-seconds, default 60, and iscsi-gc-grace-seconds, default 300).")
   String iscsiGc;
 
+  @Option(names = "--peer-listen", paramLabel = "HOST:PORT", description = "Serve this node's peer endpoint here"
+      + " (mTLS only): with peers, controller calls for a volume run on the node that holds it, and host=auto"
+      + " places new volumes (file and local drivers). Off by default: the plugin serves its own node alone.")
+  String peerListen;
+
+  @Option(names = "--peer", paramLabel = "NODE=HOST:PORT", description = "Another node's peer endpoint; repeatable."
+      + " Every node lists the others (its own entry is ignored).")
+  List<String> peers = new ArrayList<>();
+
+  @Option(names = "--peer-service", paramLabel = "NAME", description = "Find the peers through Nomad instead of"
+      + " --peer: the registrations of this Nomad service (provider nomad; each tagged caravan-node=<node id>), read"
+      + " through the task API socket with the task's workload identity (ACL: namespace read-job), every 30 s.")
+  String peerService;
+
+  @Option(names = "--peer-tls-cert", description = "PEM certificate (chain) of this node for the peer endpoint;"
+      + " its subjectAltName must hold the node id as a DNS name. Re-read when it changes.")
+  Path peerTlsCert;
+
+  @Option(names = "--peer-tls-key", description = "PEM PKCS#8 private key of --peer-tls-cert. Re-read when it changes.")
+  Path peerTlsKey;
+
+  @Option(names = "--peer-tls-ca", description = "PEM CA certificate(s) every peer's certificate must chain to."
+      + " Re-read when it changes.")
+  Path peerTlsCa;
+
+  @Option(names = "--placement-reserve", paramLabel = "SIZE", description = "Free space host=auto keeps back on"
+      + " this node, e.g. 10GiB (default: 0).")
+  String placementReserve;
+
   @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), iscsi-gc, iscsi-gc-interval-seconds, iscsi-gc-grace-seconds, and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
   Path config;
 
@@ -157,10 +188,18 @@ final class ServeCommand implements Callable<Integer> {
         }
       }
     }
+    Optional<PeerSettings> peering;
+    try {
+      peering = PeerFlags.parse(drv, node, peerListen, peers, peerService, System.getenv(), peerTlsCert, peerTlsKey,
+          peerTlsCa, placementReserve);
+    } catch (IllegalArgumentException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
     Plugin plugin;
     try {
       plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe)
-          .withAllowedRoots(roots), gc);
+          .withAllowedRoots(roots), gc, peering);
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       System.err.println("caravan: cannot start: " + e.getMessage());
       return 1;

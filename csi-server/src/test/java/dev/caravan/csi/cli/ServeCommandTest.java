@@ -34,4 +34,16 @@ class ServeCommandTest {
     assertThat(cli.getUsageMessage().replaceAll("\\s+", " "))
         .contains("--iscsi-gc=on|off", "never deletes", "default: on");
   }
+
+  @Test
+  void peerFlagsRefuseAnythingButMutualTlsBeforeStarting(@TempDir Path dir) throws Exception {
+    ServeCommand serve = new ServeCommand();
+    CommandLine cli = new CommandLine(serve);
+    cli.parseArgs("--peer-listen=127.0.0.1:9700", "--peer=n2=10.0.0.2:9700", "--endpoint=unix://" + dir.resolve("csi.sock"),
+        "--http-listen=off", "--data-dir=" + dir.resolve("data"));
+    assertThat(serve.call()).isEqualTo(2);
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+    assertThat(cli.getUsageMessage().replaceAll("\\s+", " "))
+        .contains("--peer=NODE=HOST:PORT", "mTLS only", "subjectAltName", "--placement-reserve=SIZE");
+  }
 }

@@ -29,14 +29,22 @@ public final class FileBackend implements Backend {
   private final FileController controller;
   private final FileNode node;
 
-  private FileBackend(FileStore store, String nodeId, NodeUsage usage) {
+  /** Option: whether new volume and snapshot ids name their node ({@code file.node-scoped-ids=true}). */
+  public static final String NODE_SCOPED_IDS = "node-scoped-ids";
+
+  private FileBackend(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
     this.store = store;
-    this.controller = new FileController(store, nodeId, usage);
+    this.controller = new FileController(store, nodeId, usage, nodeScopedIds);
     this.node = new FileNode(store);
   }
 
   public static FileBackend open(BackendConfig config) {
-    return new FileBackend(new FileStore(config.dataDir()), config.nodeId(), config.nodeUsage());
+    String scoped = config.options().getOrDefault(NODE_SCOPED_IDS, "false");
+    if (!scoped.equals("true") && !scoped.equals("false")) {
+      throw new IllegalArgumentException("file." + NODE_SCOPED_IDS + " must be true or false, not '" + scoped + "'");
+    }
+    return new FileBackend(new FileStore(config.dataDir()), config.nodeId(), config.nodeUsage(),
+        Boolean.parseBoolean(scoped));
   }
 
   @Override

@@ -38,6 +38,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.regex.Matcher;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
@@ -60,6 +61,7 @@ import java.util.TreeMap;
  * already large enough).
  */
 final class FileController implements ControllerBackend {
+  private static final System.Logger LOG = System.getLogger(FileController.class.getName());
   static final long MIB = 1L << 20;
   static final long DEFAULT_SIZE = 1L << 30;
   static final long MAX_SIZE = 16L << 40;
@@ -74,12 +76,23 @@ final class FileController implements ControllerBackend {
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
+  /** The suffix of the ids this node issues: ".<node>" with node-scoped ids, else empty. */
+  private final String idSuffix;
 
   FileController(FileStore store, String nodeId, NodeUsage usage) {
+    this(store, nodeId, usage, false);
+  }
+
+  /**
+   * @param nodeScopedIds whether new ids name this node ({@code vol-<slug>-<hash>.<node>}), so that
+   *     plugin instances on other nodes know where to forward calls for them
+   */
+  FileController(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
     this.store = store;
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
+    this.idSuffix = nodeScopedIds ? "." + nodeId : "";
   }
 
   @Override
@@ -90,31 +103,60 @@ final class FileController implements ControllerBackend {
   /** Ids are derived from names, so the id itself is the lock key, for the name and the id alike. */
   @Override
   public IdShape volumeId(String id) {
-    return FileIds.VOLUME.matcher(id).matches() ? new IdShape.Ours(id) : new IdShape.NotOurs(FileIds.VOLUME_FORM);
+    return FileIds.VOLUME.matcher(id).matches() || FileIds.SCOPED_VOLUME.matcher(id).matches()
+        ? new IdShape.Ours(id)
+        : new IdShape.NotOurs(FileIds.VOLUME_FORM);
   }
 
   @Override
   public IdShape snapshotId(String id) {
-    return FileIds.SNAPSHOT.matcher(id).matches()
+    return FileIds.SNAPSHOT.matcher(id).matches() || FileIds.SCOPED_SNAPSHOT.matcher(id).matches()
         ? new IdShape.Ours(id)
         : new IdShape.NotOurs(FileIds.SNAPSHOT_FORM);
   }
 
   @Override
   public String volumeLockKey(String name) {
-    return FileIds.volumeId(name);
+    return FileIds.volumeId(name) + idSuffix;
   }
 
   @Override
   public String snapshotLockKey(String name) {
-    return FileIds.snapshotId(name);
+    return FileIds.snapshotId(name) + idSuffix;
+  }
+
+  @Override
+  public Optional<String> volumeOwner(String volumeId) {
+    Matcher m = FileIds.SCOPED_VOLUME.matcher(volumeId);
+    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
+  }
+
+  @Override
+  public Optional<String> snapshotOwner(String snapshotId) {
+    Matcher m = FileIds.SCOPED_SNAPSHOT.matcher(snapshotId);
+    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
+  }
+
+  /** Bytes promised to volumes but not yet allocated in their sparse images. */
+  @Override
+  public long unallocatedPromiseBytes() {
+    long promised = 0;
+    for (VolumeRecord r : store.volumes()) {
+      Path image = store.volumeImage(r.id());
+      try {
+        promised += Math.max(0, r.sizeBytes() - (Files.exists(image) ? SparseFiles.allocatedBytes(image) : 0));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "volume {0} vanished while summing promised bytes", r.id());
+      }
+    }
+    return promised;
   }
 
   // ---- volumes ---------------------------------------------------------------------------------
 
   @Override
   public VolumeInfo createVolume(VolumeRequest req) {
-    String id = FileIds.volumeId(req.name());
+    String id = FileIds.volumeId(req.name()) + idSuffix;
     String fsType = fsType(req);
     Optional<VolumeRecord> existing = store.readVolume(id);
     if (existing.isPresent() && existing.get().state() == State.DELETING) {
@@ -369,7 +411,7 @@ final class FileController implements ControllerBackend {
 
   @Override
   public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
-    String id = FileIds.snapshotId(name);
+    String id = FileIds.snapshotId(name) + idSuffix;
     Optional<SnapshotRecord> existing = store.readSnapshot(id);
     if (existing.isPresent() && existing.get().state() == State.DELETING) {
       finishDeleteSnapshot(id);

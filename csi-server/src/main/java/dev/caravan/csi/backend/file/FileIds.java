@@ -21,8 +21,21 @@ final class FileIds {
 
   static final Pattern SNAPSHOT = Pattern.compile("snap-(?:[a-z0-9]+-)*[0-9a-f]{12}");
 
-  static final String VOLUME_FORM = "volume ids of the file backend are vol-<name slug>-<12 hex digits>";
-  static final String SNAPSHOT_FORM = "snapshot ids of the file backend are snap-<name slug>-<12 hex digits>";
+  /** A node id as a scoped id carries it: what NodeGetInfo reports (hostnames, Nomad node ids). */
+  private static final String NODE = "[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}";
+
+  /**
+   * Ids issued with node-scoped ids on ({@code file.node-scoped-ids}, set when the plugin has peers):
+   * the unscoped id, a '.', and the owner node, which group 1 captures. The unscoped part holds no '.'.
+   */
+  static final Pattern SCOPED_VOLUME = Pattern.compile("vol-(?:[a-z0-9]+-)*[0-9a-f]{12}\\.(" + NODE + ")");
+
+  static final Pattern SCOPED_SNAPSHOT = Pattern.compile("snap-(?:[a-z0-9]+-)*[0-9a-f]{12}\\.(" + NODE + ")");
+
+  static final String VOLUME_FORM = "volume ids of the file backend are vol-<name slug>-<12 hex digits>"
+      + "[.<node>]";
+  static final String SNAPSHOT_FORM = "snapshot ids of the file backend are snap-<name slug>-<12 hex digits>"
+      + "[.<node>]";
 
   private FileIds() {}
 

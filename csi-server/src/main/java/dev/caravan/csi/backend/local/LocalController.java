@@ -108,6 +108,16 @@ final class LocalController implements ControllerBackend {
   }
 
   @Override
+  public Optional<String> volumeOwner(String id) {
+    return LocalIds.volumeNode(id);
+  }
+
+  @Override
+  public Optional<String> snapshotOwner(String id) {
+    return LocalIds.snapshotNode(id);
+  }
+
+  @Override
   public IdShape volumeId(String id) {
     return LocalIds.volumeShape(id);
   }

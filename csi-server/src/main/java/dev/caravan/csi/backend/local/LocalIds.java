@@ -9,6 +9,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
@@ -103,6 +104,16 @@ final class LocalIds {
 
   static String snapshotLockKey(String name) {
     return "snap-*-" + hash(name);
+  }
+
+  /** The node a volume id names, if {@code id} has the form of one. */
+  static Optional<String> volumeNode(String id) {
+    return Optional.ofNullable(readVolume(id).value()).map(VolumeId::node);
+  }
+
+  /** The node a snapshot id names, if {@code id} has the form of one. */
+  static Optional<String> snapshotNode(String id) {
+    return Optional.ofNullable(readSnapshot(id).value()).map(s -> s.volume().node());
   }
 
   /** Parses an id that must be of this backend's form: INVALID_ARGUMENT naming {@code field} otherwise. */

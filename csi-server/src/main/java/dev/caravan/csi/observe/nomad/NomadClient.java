@@ -15,6 +15,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -127,6 +129,51 @@ public final class NomadClient {
     }
     return Optional.of(new CsiVolume(String.valueOf(m.get("ID")), String.valueOf(m.get("Namespace")), ext,
         String.valueOf(m.get("PluginID"))));
+  }
+
+  /** One registration of a Nomad service (Nomad's service provider): where one allocation serves it. */
+  public record ServiceRegistration(String nodeId, String address, int port, List<String> tags) {
+    public ServiceRegistration {
+      tags = List.copyOf(tags);
+    }
+  }
+
+  /**
+   * Read Service ({@code GET /v1/service/:service_name?namespace=}, ACL {@code namespace:read-job}):
+   * every registration of the service; empty for a service nobody registered.
+   */
+  public List<ServiceRegistration> readService(String namespace, String serviceName) throws NomadException {
+    String path = "/v1/service/" + URLEncoder.encode(serviceName, StandardCharsets.UTF_8).replace("+", "%20")
+        + "?namespace=" + URLEncoder.encode(namespace, StandardCharsets.UTF_8);
+    Response r = get(path);
+    if (r.status != 200) {
+      throw new NomadException(r.status, "Nomad answered " + r.status + " to GET /v1/service/" + serviceName + ": "
+          + printable(r.body));
+    }
+    Object parsed;
+    try {
+      parsed = Json.parse(r.body);
+    } catch (IllegalArgumentException e) {
+      throw new NomadException(r.status, "Nomad's answer is not JSON: " + e.getMessage());
+    }
+    if (!(parsed instanceof List<?> list)) {
+      throw new NomadException(r.status, "Nomad's answer to GET /v1/service/" + serviceName + " is not a list");
+    }
+    List<ServiceRegistration> out = new ArrayList<>();
+    for (Object o : list) {
+      if (o instanceof Map<?, ?> m && m.get("Address") instanceof String address && m.get("Port") instanceof Number port
+          && m.get("NodeID") instanceof String node) {
+        List<String> tags = new ArrayList<>();
+        if (m.get("Tags") instanceof List<?> t) {
+          t.forEach(tag -> tags.add(String.valueOf(tag)));
+        }
+        out.add(new ServiceRegistration(node, address, port.intValue(), tags));
+      } else {
+        throw new NomadException(r.status, "a registration of service " + serviceName + " lacks NodeID, Address or"
+            + " Port");
+      }
+    }
+    return out;
   }
 
   private record Response(int status, String body) {}

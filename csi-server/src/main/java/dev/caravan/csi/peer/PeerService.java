@@ -1,0 +1,168 @@
+package dev.caravan.csi.peer;
+
+import com.google.protobuf.Message;
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.peer.v1.CreateSnapshotCall;
+import dev.caravan.csi.peer.v1.CreateVolumeCall;
+import dev.caravan.csi.peer.v1.DeleteSnapshotCall;
+import dev.caravan.csi.peer.v1.DeleteVolumeCall;
+import dev.caravan.csi.peer.v1.ExpandVolumeCall;
+import dev.caravan.csi.peer.v1.GetCapacityCall;
+import dev.caravan.csi.peer.v1.GetVolumeCall;
+import dev.caravan.csi.peer.v1.ListSnapshotsCall;
+import dev.caravan.csi.peer.v1.ListVolumesCall;
+import dev.caravan.csi.peer.v1.PeerGrpc;
+import dev.caravan.csi.peer.v1.PlacementQuery;
+import dev.caravan.csi.peer.v1.PlacementReport;
+import dev.caravan.csi.peer.v1.ValidateVolumeCall;
+import dev.caravan.csi.service.ControllerService;
+import dev.caravan.csi.service.Rpc;
+import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
+import dev.caravan.csi.v1.ControllerGetVolumeResponse;
+import dev.caravan.csi.v1.CreateSnapshotResponse;
+import dev.caravan.csi.v1.CreateVolumeResponse;
+import dev.caravan.csi.v1.DeleteSnapshotResponse;
+import dev.caravan.csi.v1.DeleteVolumeResponse;
+import dev.caravan.csi.v1.GetCapacityResponse;
+import dev.caravan.csi.v1.ListSnapshotsResponse;
+import dev.caravan.csi.v1.ListVolumesResponse;
+import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
+import io.grpc.Context;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.time.Clock;
+import java.util.Optional;
+import java.util.function.Supplier;
+
+/**
+ * The owner's side of the peer endpoint: runs a forwarded controller call on this node's own storage,
+ * through the same {@link ControllerService} its CSI socket uses (same validation, same locks). It
+ * never forwards again, and refuses an id another node owns, so no node acts on another's pool.
+ * Every call must carry a deadline and an idempotency key; changing calls run once per key.
+ */
+final class PeerService extends PeerGrpc.PeerImplBase {
+  private static final int KEY_MAX = 128;
+
+  private final ControllerService local;
+  private final ControllerBackend backend;
+  private final String self;
+  private final long reserveBytes;
+  private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
+
+  PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes) {
+    this.local = local;
+    this.backend = backend;
+    this.self = self;
+    this.reserveBytes = reserveBytes;
+  }
+
+  @Override
+  public void createVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> InProcess.call(local::createVolume, call.getRequest()));
+  }
+
+  @Override
+  public void deleteVolume(DeleteVolumeCall call, StreamObserver<DeleteVolumeResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> {
+      requireOwnVolume(call.getRequest().getVolumeId());
+      return InProcess.call(local::deleteVolume, call.getRequest());
+    });
+  }
+
+  @Override
+  public void expandVolume(ExpandVolumeCall call, StreamObserver<ControllerExpandVolumeResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> {
+      requireOwnVolume(call.getRequest().getVolumeId());
+      return InProcess.call(local::controllerExpandVolume, call.getRequest());
+    });
+  }
+
+  @Override
+  public void createSnapshot(CreateSnapshotCall call, StreamObserver<CreateSnapshotResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> {
+      requireOwnVolume(call.getRequest().getSourceVolumeId());
+      return InProcess.call(local::createSnapshot, call.getRequest());
+    });
+  }
+
+  @Override
+  public void deleteSnapshot(DeleteSnapshotCall call, StreamObserver<DeleteSnapshotResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> {
+      requireOwn("snapshot_id", call.getRequest().getSnapshotId(), backend.snapshotOwner(call.getRequest().getSnapshotId()));
+      return InProcess.call(local::deleteSnapshot, call.getRequest());
+    });
+  }
+
+  @Override
+  public void getVolume(GetVolumeCall call, StreamObserver<ControllerGetVolumeResponse> out) {
+    reading(out, call.getIdempotencyKey(), () -> {
+      requireOwnVolume(call.getRequest().getVolumeId());
+      return InProcess.call(local::controllerGetVolume, call.getRequest());
+    });
+  }
+
+  @Override
+  public void validateVolume(ValidateVolumeCall call, StreamObserver<ValidateVolumeCapabilitiesResponse> out) {
+    reading(out, call.getIdempotencyKey(), () -> {
+      requireOwnVolume(call.getRequest().getVolumeId());
+      return InProcess.call(local::validateVolumeCapabilities, call.getRequest());
+    });
+  }
+
+  @Override
+  public void listVolumes(ListVolumesCall call, StreamObserver<ListVolumesResponse> out) {
+    reading(out, call.getIdempotencyKey(), () -> InProcess.call(local::listVolumes, call.getRequest()));
+  }
+
+  @Override
+  public void listSnapshots(ListSnapshotsCall call, StreamObserver<ListSnapshotsResponse> out) {
+    reading(out, call.getIdempotencyKey(), () -> InProcess.call(local::listSnapshots, call.getRequest()));
+  }
+
+  @Override
+  public void getCapacity(GetCapacityCall call, StreamObserver<GetCapacityResponse> out) {
+    reading(out, call.getIdempotencyKey(), () -> InProcess.call(local::getCapacity, call.getRequest()));
+  }
+
+  @Override
+  public void placement(PlacementQuery q, StreamObserver<PlacementReport> out) {
+    reading(out, q.getIdempotencyKey(),
+        () -> NodeReport.of(backend, self, reserveBytes, q.getVolumeName(), q.getParametersMap()));
+  }
+
+  private void requireOwnVolume(String id) {
+    requireOwn("volume_id", id, Routing.ownerIfOurs(backend, id, true));
+  }
+
+  /** Refuses an id that names another node: its pool is that node's alone. */
+  private void requireOwn(String field, String id, Optional<String> owner) {
+    if (owner.isPresent() && !owner.get().equals(self)) {
+      throw Status.FAILED_PRECONDITION.withDescription(field + " " + id + " belongs to node " + owner.get()
+          + ", and this is node " + self + ": a node acts only on its own storage").asRuntimeException();
+    }
+  }
+
+  private <R> void changing(StreamObserver<R> out, String key, Message call, Supplier<R> body) {
+    Rpc.unary(out, () -> {
+      requireDeadlineAndKey(key);
+      return replays.once(key, call, body);
+    });
+  }
+
+  private <R> void reading(StreamObserver<R> out, String key, Supplier<R> body) {
+    Rpc.unary(out, () -> {
+      requireDeadlineAndKey(key);
+      return body.get();
+    });
+  }
+
+  private static void requireDeadlineAndKey(String key) {
+    if (Context.current().getDeadline() == null) {
+      throw Status.INVALID_ARGUMENT.withDescription("a peer call must carry a deadline").asRuntimeException();
+    }
+    if (key.isEmpty() || key.length() > KEY_MAX) {
+      throw Status.INVALID_ARGUMENT.withDescription("idempotency_key is required, at most " + KEY_MAX + " characters")
+          .asRuntimeException();
+    }
+  }
+}

@@ -1,0 +1,57 @@
+package dev.caravan.csi.peer;
+
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.service.ControllerService;
+import io.grpc.BindableService;
+import java.io.IOException;
+
+/**
+ * This node's part in a multi-node plugin: its peer endpoint, its connections to the other nodes,
+ * and the controller service that routes each call to the node that owns its volume.
+ */
+public final class Peering implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(Peering.class.getName());
+
+  private final PeerServer server;
+  private final PeerClients clients;
+  private final RoutingControllerService controller;
+
+  private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller) {
+    this.server = server;
+    this.clients = clients;
+    this.controller = controller;
+  }
+
+  /**
+   * Starts the peer endpoint.
+   *
+   * @param local the controller service of this node's own storage
+   * @param backend this node's controller backend, unwrapped: who owns an id, capacity, names
+   */
+  public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend)
+      throws IOException {
+    CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
+    PeerServer server = PeerServer.start(s.listen(), files, s.peers(),
+        new PeerService(local, backend, self, s.reserveBytes()));
+    PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
+    LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
+        s.peers());
+    return new Peering(server, clients, new RoutingControllerService(local, backend, self, s.reserveBytes(), clients));
+  }
+
+  /** The controller service to serve on the CSI socket instead of the local one. */
+  public BindableService controller() {
+    return controller;
+  }
+
+  /** The port the peer endpoint listens on (the configured one, or the one chosen for port 0). */
+  public int port() {
+    return server.port();
+  }
+
+  @Override
+  public void close() {
+    clients.close();
+    server.close();
+  }
+}

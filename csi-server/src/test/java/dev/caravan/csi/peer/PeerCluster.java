@@ -1,0 +1,153 @@
+package dev.caravan.csi.peer;
+
+import dev.caravan.csi.Plugin;
+import dev.caravan.csi.cli.UnixChannel;
+import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.v1.ControllerGrpc;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.BiFunction;
+import java.util.stream.Stream;
+
+/**
+ * Plugin instances on the file backend in this JVM, one per node id, each with its own data
+ * directory, CSI unix socket, certificate from one throwaway CA, and peer endpoint on a loopback
+ * port; every node lists the others as static peers.
+ */
+final class PeerCluster implements AutoCloseable {
+  /** One node: where its things live, and, while it runs, its plugin and a CSI client on its socket. */
+  static final class Node {
+    final String id;
+    final Path dir;
+    final int port;
+    final long reserve;
+    Plugin plugin;
+    UnixChannel channel;
+    ControllerGrpc.ControllerBlockingStub csi;
+
+    Node(String id, Path dir, int port, long reserve) {
+      this.id = id;
+      this.dir = dir;
+      this.port = port;
+      this.reserve = reserve;
+    }
+
+    Path data() {
+      return dir.resolve("data");
+    }
+
+    Path tls() {
+      return dir.resolve("tls");
+    }
+
+    PeerAddress address() {
+      return new PeerAddress("127.0.0.1", port);
+    }
+  }
+
+  final Path work;
+  final PeerCa ca;
+  final Map<String, Node> nodes = new LinkedHashMap<>();
+  /** Each node's peer set, from its id and the other nodes' addresses (static by default). */
+  BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets = (self, others) -> new StaticPeers(others);
+
+  private PeerCluster(Path work, PeerCa ca) {
+    this.work = work;
+    this.ca = ca;
+  }
+
+  /** Starts a node per entry of {@code reserves} (node id → placement reserve in bytes). */
+  static PeerCluster start(Map<String, Long> reserves) throws Exception {
+    return start(reserves, (self, others) -> new StaticPeers(others));
+  }
+
+  static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets)
+      throws Exception {
+    PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"));
+    for (Map.Entry<String, Long> e : reserves.entrySet()) {
+      Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
+      PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
+      c.nodes.put(n.id, n);
+    }
+    c.peerSets = peerSets;
+    for (Node n : c.nodes.values()) {
+      c.startNode(n.id);
+    }
+    return c;
+  }
+
+  static PeerCluster start(String... ids) throws Exception {
+    Map<String, Long> reserves = new LinkedHashMap<>();
+    for (String id : ids) {
+      reserves.put(id, 0L);
+    }
+    return start(reserves);
+  }
+
+  Node node(String id) {
+    return nodes.get(id);
+  }
+
+  ControllerGrpc.ControllerBlockingStub csi(String id) {
+    return nodes.get(id).csi;
+  }
+
+  void startNode(String id) throws IOException {
+    Node n = nodes.get(id);
+    Map<String, PeerAddress> others = new LinkedHashMap<>();
+    nodes.values().stream().filter(o -> !o.id.equals(id)).forEach(o -> others.put(o.id, o.address()));
+    Path socket = n.dir.resolve("csi.sock");
+    PeerSettings peers = new PeerSettings(n.address(), n.tls().resolve("cert.pem"), n.tls().resolve("key.pem"),
+        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, Duration.ofSeconds(10));
+    n.plugin = Plugin.start(Plugin.Settings.of("file", socket, id, n.data()), IscsiGc.DEFAULT, Optional.of(peers));
+    n.channel = new UnixChannel(socket);
+    n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
+  }
+
+  void stopNode(String id) {
+    Node n = nodes.get(id);
+    if (n.channel != null) {
+      n.channel.close();
+      n.channel = null;
+    }
+    if (n.plugin != null) {
+      n.plugin.shutdown(Duration.ofSeconds(2));
+      n.plugin = null;
+    }
+  }
+
+  /** The files of {@code id}'s data directory below {@code sub} ("volumes", "snapshots"). */
+  List<String> files(String id, String sub) throws IOException {
+    Path dir = nodes.get(id).data().resolve(sub);
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      return s.map(p -> p.getFileName().toString()).sorted().toList();
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  @Override
+  public void close() throws IOException {
+    nodes.keySet().forEach(this::stopNode);
+    try (Stream<Path> paths = Files.walk(work)) {
+      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+}
