@@ -55,6 +55,7 @@ final class ServeConfig {
     Map<String, OptionSpec> byKey = keys(spec);
     CommandLine.ParseResult matched = spec.commandLine() == null ? null : spec.commandLine().getParseResult();
     for (Body.Attribute a : body.attributes()) {
+      c.secret(a.name(), a.name(), a.line());
       OptionSpec o = byKey.get(a.name());
       if (o == null) {
         throw c.error(a.line(), unknown(a.name(), byKey.keySet(), backends));
@@ -155,7 +156,6 @@ final class ServeConfig {
   }
 
   private List<String> args(Body.Attribute a, OptionSpec o) throws ConfigException {
-    secret(a.name(), a.name(), a.line());
     String name = o.longestName();
     if (o.arity().max() == 0) {
       if (!(a.value() instanceof Value.Bool b)) {
