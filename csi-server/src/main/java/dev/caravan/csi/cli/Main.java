@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Caravan: a Nomad-native CSI storage driver.",
-    subcommands = {ServeCommand.class, InspectCommand.class, StatsCommand.class, DemoCommand.class, DhvCommand.class,
+    subcommands = {ServeCommand.class, InspectCommand.class, StatsCommand.class, DoctorCommand.class, DemoCommand.class, DhvCommand.class,
         VersionCommand.class})
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
