@@ -30,7 +30,7 @@ final class PluginApi {
   @Option(names = "--cert", description = "PEM client certificate (mTLS).")
   Path cert;
 
-  @Option(names = "--key", description = "PEM PKCS#8 client key (mTLS).")
+  @Option(names = "--key", description = "PEM client key (mTLS; PKCS#8 or OpenSSL's RSA/EC form, unencrypted).")
   Path key;
 
   /** The plugin's answer: status and body. */

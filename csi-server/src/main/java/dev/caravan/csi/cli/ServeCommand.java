@@ -81,7 +81,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--http-tls-cert", description = "PEM certificate (chain) for HTTPS.")
   Path httpTlsCert;
 
-  @Option(names = "--http-tls-key", description = "PEM PKCS#8 private key for HTTPS.")
+  @Option(names = "--http-tls-key", description = "PEM private key for HTTPS (PKCS#8, or OpenSSL's RSA/EC form; unencrypted).")
   Path httpTlsKey;
 
   @Option(names = "--http-tls-client-ca", description = "PEM CA that HTTPS clients' certificates must chain to (mTLS).")
