@@ -13,7 +13,7 @@ job "caravan-qnap-controller" {
 
       config {
         command = "${var.caravan_home}/bin/caravan"
-        args    = ["serve", "--driver=qnap", "--config=/etc/caravan/qnap.properties",
+        args    = ["serve", "--driver=qnap", "--config=/etc/caravan/qnap.hcl",
                    "--data-dir=/var/lib/caravan/qnap", "--http-listen=off"]
       }
 

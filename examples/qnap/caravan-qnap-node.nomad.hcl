@@ -1,7 +1,7 @@
 # Caravan's qnap node plugin: one per client (a system job), as root on the host, because iscsiadm,
 # iscsid's socket, the node database (/etc/iscsi) and multipathd's socket are the host's.
-# /etc/caravan/qnap-node.properties holds the settings of qnap.properties plus this node's id, its
-# initiator name: node-id=<InitiatorName from /etc/iscsi/initiatorname.iscsi>.
+# /etc/caravan/qnap-node.hcl holds the settings of qnap.hcl plus this node's id, its
+# initiator name: node_id = "<InitiatorName from /etc/iscsi/initiatorname.iscsi>".
 
 variable "caravan_home" {
   type    = string
@@ -17,7 +17,7 @@ job "caravan-qnap-node" {
 
       config {
         command = "${var.caravan_home}/bin/caravan"
-        args    = ["serve", "--driver=qnap", "--config=/etc/caravan/qnap-node.properties",
+        args    = ["serve", "--driver=qnap", "--config=/etc/caravan/qnap-node.hcl",
                    "--data-dir=/var/lib/caravan/qnap", "--http-listen=off"]
       }
 

@@ -4,13 +4,17 @@ import dev.caravan.csi.BuildInfo;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code caravan} command. */
+/**
+ * The {@code caravan} command. Its {@code --help} and {@code --version} are inherited by every
+ * subcommand, at any depth ({@code scope = INHERIT}), so a command added later has them too.
+ */
 @Command(
     name = "caravan",
+    scope = CommandLine.ScopeType.INHERIT,
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Caravan: a Nomad-native CSI storage driver.",
-    subcommands = {ServeCommand.class, InspectCommand.class, DemoCommand.class, DhvCommand.class,
+    subcommands = {ServeCommand.class, InspectCommand.class, StatsCommand.class, DoctorCommand.class, DemoCommand.class, DhvCommand.class,
         VersionCommand.class})
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -2,21 +2,21 @@ package dev.caravan.csi.cli;
 
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.config.Body;
+import dev.caravan.csi.config.ConfigException;
+import dev.caravan.csi.config.ConfigFiles;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.nomad.NomadClient;
+import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.peer.PeerFlags;
 import dev.caravan.csi.peer.PeerSettings;
-import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.server.Endpoint;
 import dev.caravan.csi.service.IdentityService;
 import java.io.IOException;
-import java.io.Reader;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,30 +24,28 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
  * {@code caravan serve}: runs the plugin until SIGTERM/SIGINT. Each setting comes from the flag, else
- * the environment (CSI_ENDPOINT, CSI_NODE_ID), else the {@code --config} properties file, else the
- * default.
+ * the environment (CSI_ENDPOINT, CSI_NODE_ID), else the {@code --config} file (HCL or JSON; every
+ * flag is a key there, see {@link ServeConfig}), else the default.
  */
 @Command(name = "serve", description = "Run the CSI plugin on a unix socket.")
 final class ServeCommand implements Callable<Integer> {
   private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
-  private static final Set<String> CONFIG_KEYS =
-      Set.of("driver", "endpoint", "node-id", "data-dir", "plugin-name", "max-volumes", "drain-timeout-seconds",
-          "http-listen", "http-token-file", "http-tls-cert", "http-tls-key", "http-tls-client-ca", "metrics",
-          "allowed-roots", "iscsi-gc", "iscsi-gc-interval-seconds", "iscsi-gc-grace-seconds");
+  /** Options the environment sets, which win over the config file (Nomad sets CSI_ENDPOINT). */
+  private static final Map<String, String> ENVIRONMENT = Map.of("--endpoint", Endpoint.ENV, "--node-id", "CSI_NODE_ID");
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap: iSCSI LUNs on a"
       + " QNAP appliance, ControllerPublish as the fence, and the node side through open-iscsi (iscsid) and"
       + " multipathd, which must run on the node; its node id must be the node's iSCSI initiator IQN."
-      + " Its settings are qnap.* keys of --config; credentials come from qnap.credentials-file or"
+      + " Its settings are the qnap { ... } block of --config; credentials come from its credentials_file or"
       + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.")
   String driver;
 
@@ -85,7 +83,7 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--http-tls-cert", description = "PEM certificate (chain) for HTTPS.")
   Path httpTlsCert;
 
-  @Option(names = "--http-tls-key", description = "PEM PKCS#8 private key for HTTPS.")
+  @Option(names = "--http-tls-key", description = "PEM private key for HTTPS (PKCS#8, or OpenSSL's RSA/EC form; unencrypted).")
   Path httpTlsKey;
 
   @Option(names = "--http-tls-client-ca", description = "PEM CA that HTTPS clients' certificates must chain to (mTLS).")
@@ -96,8 +94,7 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--iscsi-gc", paramLabel = "on|off", description = "qnap only: the leaked-session sweeper, which"
       + " logs out (never deletes) an iSCSI session to a qnap.portals portal and a Caravan target that no journal"
-      + " record, mount or holder uses, once two sweeps iscsi-gc-grace-seconds apart found it so (default: on;"
-      + " --config keys iscsi-gc-interval-seconds, default 60, and iscsi-gc-grace-seconds, default 300).")
+      + " record, mount or holder uses, once two sweeps --iscsi-gc-grace-seconds apart found it so (default: on).")
   String iscsiGc;
 
   @Option(names = "--peer-listen", paramLabel = "HOST:PORT", description = "Serve this node's peer endpoint here"
@@ -129,64 +126,72 @@ final class ServeCommand implements Callable<Integer> {
       + " this node, e.g. 10GiB (default: 0).")
   String placementReserve;
 
-  @Option(names = "--config", description = "Properties file with any of: " + "driver, endpoint, node-id, data-dir, plugin-name, max-volumes, drain-timeout-seconds, allowed-roots (comma-separated), iscsi-gc, iscsi-gc-interval-seconds, iscsi-gc-grace-seconds, and <driver>.* backend options (e.g. qnap.url, qnap.portals).")
+  @Option(names = "--iscsi-gc-interval-seconds", paramLabel = "SECONDS",
+      description = "qnap only: how often the sweeper looks, 10 to 3600 (default: 60).")
+  Long iscsiGcInterval;
+
+  @Option(names = "--iscsi-gc-grace-seconds", paramLabel = "SECONDS",
+      description = "qnap only: how long a session must be seen unused before it is logged out, 60 to 86400"
+          + " (default: 300).")
+  Long iscsiGcGrace;
+
+  @Option(names = "--config", paramLabel = "FILE", description = "HCL file (JSON when named *.json) setting any"
+      + " flag above: --some-flag is the key some_flag (a list for a repeatable flag), and a backend's settings"
+      + " are its block, e.g. qnap { url = \"https://nas:443\" }. Flags and CSI_ENDPOINT/CSI_NODE_ID win over"
+      + " the file; secrets stay in files (http_token_file, qnap's credentials_file). An unknown key or a bad"
+      + " value stops serve naming the file, line and rule. A *.properties file is read the old way"
+      + " (node-id=..., qnap.url=...).")
   Path config;
+
+  /** Where the config file set what; null without one. */
+  private ServeConfig applied;
+
+  /** The selected backend's block of the config file. */
+  Map<String, String> backendOptions = Map.of();
 
   @Override
   public Integer call() throws IOException, InterruptedException {
-    Map<String, String> file;
-    try {
-      file = config == null ? Map.of() : readConfig(config);
-    } catch (IOException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 2;
+    int bad = applyConfig();
+    if (bad != 0) {
+      return bad;
     }
-    String drv = first(driver, null, file.get("driver"), "file");
+    String drv = first(driver, null, "file");
     if (!Backends.DRIVERS.contains(drv)) {
-      System.err.println("caravan: unknown driver '" + drv + "'; known drivers: " + String.join(", ", Backends.DRIVERS));
-      return 2;
+      return usage("--driver", "unknown driver '" + drv + "'; known drivers: " + String.join(", ", Backends.DRIVERS));
     }
-    String ep = first(endpoint, System.getenv(Endpoint.ENV), file.get("endpoint"), null);
+    String ep = first(endpoint, env(Endpoint.ENV), null);
     Path socket;
     try {
       socket = Endpoint.parse(ep);
     } catch (IllegalArgumentException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 2;
+      return usage("--endpoint", e.getMessage());
     }
-    String node = first(nodeId, System.getenv("CSI_NODE_ID"), file.get("node-id"), hostname());
-    Path data = dataDir != null ? dataDir : Path.of(first(null, null, file.get("data-dir"), "/var/lib/caravan/" + drv));
-    String name = first(pluginName, null, file.get("plugin-name"), IdentityService.defaultName(drv));
-    long max = maxVolumes != null ? maxVolumes : Long.parseLong(first(null, null, file.get("max-volumes"), "0"));
-    long drain = drainSeconds != null ? drainSeconds : Long.parseLong(first(null, null, file.get("drain-timeout-seconds"), "10"));
-    Map<String, String> options = new HashMap<>();
-    file.forEach((k, v) -> {
-      if (k.startsWith(drv + ".")) {
-        options.put(k.substring(drv.length() + 1), v);
-      }
-    });
+    String node = first(nodeId, env("CSI_NODE_ID"), hostname());
+    Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/" + drv);
+    String name = first(pluginName, null, IdentityService.defaultName(drv));
+    long max = maxVolumes != null ? maxVolumes : 0;
+    long drain = drainSeconds != null ? drainSeconds : 10;
 
     ObserveSettings observe;
     try {
-      observe = observeSettings(file);
+      observe = observeSettings();
     } catch (IllegalArgumentException | IOException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 2;
+      return usage("--http-listen", e.getMessage());
     }
     IscsiGc gc;
     try {
-      gc = IscsiGc.parse(iscsiGc, file);
-    } catch (IllegalArgumentException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 2;
-    }
-    List<Path> roots = new ArrayList<>(allowedRoots);
-    if (roots.isEmpty() && file.containsKey("allowed-roots")) {
-      for (String r : file.get("allowed-roots").split(",", -1)) {
-        if (!r.isBlank()) {
-          roots.add(Path.of(r.trim()));
-        }
+      Map<String, String> gcKeys = new HashMap<>();
+      if (iscsiGcInterval != null) {
+        gcKeys.put("iscsi-gc-interval-seconds", Long.toString(iscsiGcInterval));
       }
+      if (iscsiGcGrace != null) {
+        gcKeys.put("iscsi-gc-grace-seconds", Long.toString(iscsiGcGrace));
+      }
+      gc = IscsiGc.parse(iscsiGc, gcKeys);
+    } catch (IllegalArgumentException e) {
+      String option = e.getMessage().contains("interval") ? "--iscsi-gc-interval-seconds"
+          : e.getMessage().contains("grace") ? "--iscsi-gc-grace-seconds" : "--iscsi-gc";
+      return usage(option, e.getMessage());
     }
     Optional<PeerSettings> peering;
     try {
@@ -198,10 +203,11 @@ final class ServeCommand implements Callable<Integer> {
     }
     Plugin plugin;
     try {
-      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, options, observe)
-          .withAllowedRoots(roots), gc, peering);
+      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, backendOptions, observe)
+          .withAllowedRoots(List.copyOf(allowedRoots)), gc, peering);
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
-      System.err.println("caravan: cannot start: " + e.getMessage());
+      String where = applied == null ? "" : applied.whereBackend(String.valueOf(e.getMessage()));
+      System.err.println("caravan: " + where + "cannot start: " + e.getMessage());
       return 1;
     }
     LOG.log(System.Logger.Level.INFO, "caravan serving driver={0} node={1} data={2} name={3}", drv, node, data, name);
@@ -214,56 +220,64 @@ final class ServeCommand implements Callable<Integer> {
     return 0;
   }
 
-  private ObserveSettings observeSettings(Map<String, String> file) throws IOException {
-    boolean metricsOn = metrics != null ? metrics : Boolean.parseBoolean(first(null, null, file.get("metrics"), "true"));
-    String listen = first(httpListen, null, file.get("http-listen"),
-        HttpSettings.DEFAULT_HOST + ":" + HttpSettings.DEFAULT_PORT);
+  /**
+   * Reads {@code --config}, if given, into the options the command line and the environment left
+   * unset, and the backend's options.
+   *
+   * @return 0, or 2 after printing {@code file:line: rule}
+   */
+  int applyConfig() {
+    if (config == null) {
+      return 0;
+    }
+    try {
+      Body body = config.getFileName().toString().endsWith(".properties")
+          ? LegacyProperties.read(config, Backends.DRIVERS) : ConfigFiles.read(config);
+      applied = ServeConfig.apply(config, body, spec, Backends.DRIVERS,
+          () -> new CommandLine(new ServeCommand()), o -> env(ENVIRONMENT.get(o.longestName())) != null);
+      String drv = driver == null ? "file" : driver;
+      if (Backends.DRIVERS.contains(drv)) {
+        backendOptions = applied.backend(body, drv).backendOptions();
+      }
+      return 0;
+    } catch (ConfigException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 2;
+    }
+  }
+
+  /** A bad setting: exit 2, naming the config file and line when the value came from there. */
+  private int usage(String option, String message) {
+    String where = applied == null ? "" : applied.where(option);
+    System.err.println("caravan: " + where + (where.isEmpty() ? "" : ServeConfig.key(spec.findOption(option)) + ": ")
+        + message);
+    return 2;
+  }
+
+  private ObserveSettings observeSettings() throws IOException {
+    boolean metricsOn = metrics == null || metrics;
+    String listen = first(httpListen, null, HttpSettings.DEFAULT_HOST + ":" + HttpSettings.DEFAULT_PORT);
     Optional<NomadClient> nomad = NomadClient.fromEnvironment(System.getenv());
     if (listen.equals("off")) {
       return new ObserveSettings(metricsOn, Optional.empty(), UsageCollector.Settings.defaults(), nomad);
     }
     HttpSettings http = HttpSettings.parseListen(listen)
-        .withToken(path(httpTokenFile, file.get("http-token-file")))
-        .withTls(path(httpTlsCert, file.get("http-tls-cert")), path(httpTlsKey, file.get("http-tls-key")),
-            path(httpTlsClientCa, file.get("http-tls-client-ca")));
+        .withToken(Optional.ofNullable(httpTokenFile))
+        .withTls(Optional.ofNullable(httpTlsCert), Optional.ofNullable(httpTlsKey), Optional.ofNullable(httpTlsClientCa));
     http.check();
     return new ObserveSettings(metricsOn, Optional.of(http), UsageCollector.Settings.defaults(), nomad);
   }
 
-  private static Optional<Path> path(Path flag, String file) {
-    return flag != null ? Optional.of(flag) : Optional.ofNullable(file).filter(f -> !f.isEmpty()).map(Path::of);
+  private static String env(String name) {
+    return name == null ? null : System.getenv(name);
   }
 
-  private static Map<String, String> readConfig(Path file) throws IOException {
-    Properties p = new Properties();
-    try (Reader r = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-      p.load(r);
-    }
-    Map<String, String> out = new HashMap<>();
-    Set<String> unknown = new TreeSet<>();
-    for (String key : p.stringPropertyNames()) {
-      boolean backendKey = Backends.DRIVERS.stream().anyMatch(d -> key.startsWith(d + "."));
-      if (!CONFIG_KEYS.contains(key) && !backendKey) {
-        unknown.add(key);
-      }
-      out.put(key, p.getProperty(key).trim());
-    }
-    if (!unknown.isEmpty()) {
-      throw new IOException("config " + file + " has unknown key(s) " + unknown + "; known: " + new TreeSet<>(CONFIG_KEYS)
-          + " and <driver>.*");
-    }
-    return out;
-  }
-
-  private static String first(String flag, String env, String file, String fallback) {
+  private static String first(String flag, String env, String fallback) {
     if (flag != null && !flag.isEmpty()) {
       return flag;
     }
     if (env != null && !env.isEmpty()) {
       return env;
-    }
-    if (file != null && !file.isEmpty()) {
-      return file;
     }
     return fallback;
   }

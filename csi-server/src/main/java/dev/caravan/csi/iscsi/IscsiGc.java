@@ -5,9 +5,9 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The leaked-session sweeper's settings ({@code caravan serve --iscsi-gc=on|off}, and the {@code
- * iscsi-gc}, {@code iscsi-gc-interval-seconds}, {@code iscsi-gc-grace-seconds} keys of {@code
- * --config}). Only the qnap driver has iSCSI sessions; the other drivers ignore these.
+ * The leaked-session sweeper's settings ({@code caravan serve --iscsi-gc=on|off},
+ * {@code --iscsi-gc-interval-seconds}, {@code --iscsi-gc-grace-seconds}, or their keys in
+ * {@code --config}). Only the qnap driver has iSCSI sessions; the other drivers ignore these.
  *
  * @param interval how often it sweeps
  * @param grace how long a session must have been seen unused, by two sweeps at least this far

@@ -1,132 +1,210 @@
 package dev.caravan.csi.observe;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonFactoryBuilder;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.io.SerializedString;
+import com.fasterxml.jackson.core.util.DefaultIndenter;
+import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
+import com.fasterxml.jackson.core.util.Separators;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
 /**
- * A small, strict JSON writer and reader, enough for the observe API and Nomad's answers. Writing
- * turns {@code Map} (string keys, order kept), {@code Collection}, {@code Optional} (empty = null),
- * {@code String}, {@code Number}, {@code Boolean}, {@code null} and anything else (by
- * {@code toString()}) into JSON; reading yields {@code LinkedHashMap}, {@code ArrayList},
- * {@code String}, {@code Long} or {@code BigDecimal}, {@code Boolean} and {@code null}.
+ * JSON for the observe API, Nomad's answers and the DHV protocol, through Jackson's streaming API.
+ * Writing turns {@code Map} (string keys, order kept), {@code Collection}, {@code Optional} (empty =
+ * null), {@code String}, {@code Number} (NaN and infinities as null), {@code Boolean}, {@code null}
+ * and anything else (by {@code toString()}) into JSON; reading (RFC 8259, strict) yields
+ * {@code LinkedHashMap}, {@code ArrayList}, {@code String}, {@code Long} or {@code BigDecimal},
+ * {@code Boolean} and {@code null}.
  */
 public final class Json {
+  private static final int MAX_DEPTH = 64;
+
+  private static final JsonFactory FACTORY = new JsonFactoryBuilder()
+      .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
+      .characterEscapes(new Escapes())
+      .build();
+
+  private static final DefaultPrettyPrinter PRETTY = new DefaultPrettyPrinter(Separators.createDefaultInstance()
+      .withObjectFieldValueSpacing(Separators.Spacing.AFTER)
+      .withObjectEmptySeparator("")
+      .withArrayEmptySeparator(""))
+      .withObjectIndenter(new DefaultIndenter("  ", "\n"))
+      .withArrayIndenter(new DefaultIndenter("  ", "\n"));
+
   private Json() {}
 
   // ---- writing ---------------------------------------------------------------------------------
 
   public static String write(Object value) {
-    StringBuilder out = new StringBuilder();
-    write(out, value, 0, true);
-    return out.toString();
+    return write(value, false);
   }
 
   /** Indented, for people (the CLI prints it). */
   public static String pretty(Object value) {
-    StringBuilder out = new StringBuilder();
-    write(out, value, 0, false);
-    return out.append('\n').toString();
+    return write(value, true) + "\n";
   }
 
-  private static void write(StringBuilder out, Object value, int depth, boolean compact) {
+  private static String write(Object value, boolean pretty) {
+    StringWriter out = new StringWriter();
+    try (JsonGenerator g = FACTORY.createGenerator(out)) {
+      if (pretty) {
+        g.setPrettyPrinter(PRETTY);
+      }
+      write(g, value);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e); // a StringWriter does not fail
+    }
+    return loneSurrogatesEscaped(out.toString());
+  }
+
+  private static void write(JsonGenerator g, Object value) throws IOException {
     switch (value) {
-      case null -> out.append("null");
-      case Optional<?> o -> write(out, o.orElse(null), depth, compact);
-      case String s -> quote(out, s);
-      case Boolean b -> out.append(b.booleanValue());
-      case Double d when d.isNaN() || d.isInfinite() -> out.append("null");
-      case Float f when f.isNaN() || f.isInfinite() -> out.append("null");
-      case Number n -> out.append(n);
+      case null -> g.writeNull();
+      case Optional<?> o -> write(g, o.orElse(null));
+      case String s -> g.writeString(s);
+      case Boolean b -> g.writeBoolean(b);
+      case Double d when d.isNaN() || d.isInfinite() -> g.writeNull();
+      case Float f when f.isNaN() || f.isInfinite() -> g.writeNull();
+      case Number n -> g.writeNumber(n.toString());
       case Map<?, ?> m -> {
-        out.append('{');
-        boolean first = true;
+        g.writeStartObject();
         for (Map.Entry<?, ?> e : m.entrySet()) {
-          if (!first) {
-            out.append(',');
-          }
-          first = false;
-          newline(out, depth + 1, compact);
-          quote(out, String.valueOf(e.getKey()));
-          out.append(compact ? ":" : ": ");
-          write(out, e.getValue(), depth + 1, compact);
+          g.writeFieldName(String.valueOf(e.getKey()));
+          write(g, e.getValue());
         }
-        if (!m.isEmpty()) {
-          newline(out, depth, compact);
-        }
-        out.append('}');
+        g.writeEndObject();
       }
       case Collection<?> c -> {
-        out.append('[');
-        boolean first = true;
+        g.writeStartArray();
         for (Object item : c) {
-          if (!first) {
-            out.append(',');
-          }
-          first = false;
-          newline(out, depth + 1, compact);
-          write(out, item, depth + 1, compact);
+          write(g, item);
         }
-        if (!c.isEmpty()) {
-          newline(out, depth, compact);
-        }
-        out.append(']');
+        g.writeEndArray();
       }
-      default -> quote(out, value.toString());
+      default -> g.writeString(value.toString());
     }
   }
 
-  private static void newline(StringBuilder out, int depth, boolean compact) {
-    if (!compact) {
-      out.append('\n').append("  ".repeat(depth));
+  /**
+   * Control characters, DEL and U+2028/2029 (line breaks to JavaScript) as {@code \\uXXXX}, lower
+   * case; Jackson's own short escapes ({@code \\n}, {@code \\"}, ...) for the rest.
+   */
+  private static final class Escapes extends CharacterEscapes {
+    private static final long serialVersionUID = 1L;
+    private final int[] ascii;
+
+    Escapes() {
+      ascii = standardAsciiEscapesForJSON();
+      for (int c = 0; c < 0x20; c++) {
+        if (ascii[c] == ESCAPE_STANDARD) {
+          ascii[c] = ESCAPE_CUSTOM;
+        }
+      }
+      ascii[0x7f] = ESCAPE_CUSTOM;
+    }
+
+    @Override
+    public int[] getEscapeCodesForAscii() {
+      return ascii.clone();
+    }
+
+    @Override
+    public SerializableString getEscapeSequence(int ch) {
+      return ch < 0x20 || ch == 0x7f || ch == 0x2028 || ch == 0x2029
+          ? new SerializedString(String.format(Locale.ROOT, "\\u%04x", ch)) : null;
     }
   }
 
-  static void quote(StringBuilder out, String s) {
-    out.append('"');
+  /**
+   * A lone surrogate can only stand inside a string of the output; as {@code \\uXXXX} the output is
+   * valid UTF-8 (Jackson's character escapes see one char at a time, so cannot tell it from a pair).
+   */
+  private static String loneSurrogatesEscaped(String s) {
+    StringBuilder out = null;
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        case '\b' -> out.append("\\b");
-        case '\f' -> out.append("\\f");
-        default -> {
-          // Control characters, and U+2028/2029 (line breaks to JavaScript), as \\uXXXX; lone
-          // surrogates too, so the output is always valid UTF-8.
-          boolean loneSurrogate = Character.isSurrogate(c)
-              && !(Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1)))
-              && !(Character.isLowSurrogate(c) && i > 0 && Character.isHighSurrogate(s.charAt(i - 1)));
-          if (c < 0x20 || c == 0x2028 || c == 0x2029 || c == 0x7f || loneSurrogate) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
+      boolean lone = Character.isSurrogate(c)
+          && !(Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1)))
+          && !(Character.isLowSurrogate(c) && i > 0 && Character.isHighSurrogate(s.charAt(i - 1)));
+      if (lone && out == null) {
+        out = new StringBuilder(s.length() + 8).append(s, 0, i);
+      }
+      if (out != null) {
+        out.append(lone ? String.format(Locale.ROOT, "\\u%04x", (int) c) : String.valueOf(c));
       }
     }
-    out.append('"');
+    return out == null ? s : out.toString();
   }
 
   // ---- reading ---------------------------------------------------------------------------------
 
   /** Parses one JSON value (RFC 8259); anything else, including trailing text, is an error. */
   public static Object parse(String text) {
-    Reader r = new Reader(text);
-    r.space();
-    Object v = r.value(0);
-    r.space();
-    if (r.pos != text.length()) {
-      throw r.error("trailing characters");
+    try (JsonParser p = FACTORY.createParser(text)) {
+      if (p.nextToken() == null) {
+        throw new ParseException("malformed JSON at offset 0: unexpected end");
+      }
+      Object v = value(p);
+      if (p.nextToken() != null) {
+        throw new ParseException("malformed JSON at offset " + p.currentTokenLocation().getCharOffset()
+            + ": trailing characters");
+      }
+      return v;
+    } catch (StreamConstraintsException e) {
+      throw new ParseException("malformed JSON: nested too deeply (more than " + MAX_DEPTH + " levels)");
+    } catch (JsonProcessingException e) {
+      long offset = e.getLocation() == null ? -1 : e.getLocation().getCharOffset();
+      throw new ParseException("malformed JSON at offset " + offset + ": " + e.getOriginalMessage());
+    } catch (IOException e) {
+      throw new ParseException("malformed JSON: " + e.getMessage());
     }
-    return v;
+  }
+
+  private static Object value(JsonParser p) throws IOException {
+    return switch (p.currentToken()) {
+      case START_OBJECT -> {
+        Map<String, Object> m = new LinkedHashMap<>();
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+          String key = p.currentName();
+          p.nextToken();
+          m.put(key, value(p));
+        }
+        yield m;
+      }
+      case START_ARRAY -> {
+        List<Object> list = new ArrayList<>();
+        while (p.nextToken() != JsonToken.END_ARRAY) {
+          list.add(value(p));
+        }
+        yield list;
+      }
+      case VALUE_STRING -> p.getText();
+      case VALUE_NUMBER_INT -> p.getNumberType() == JsonParser.NumberType.BIG_INTEGER
+          ? new BigDecimal(p.getBigIntegerValue()) : (Object) p.getLongValue();
+      case VALUE_NUMBER_FLOAT -> p.getDecimalValue();
+      case VALUE_TRUE -> true;
+      case VALUE_FALSE -> false;
+      case VALUE_NULL -> null;
+      default -> throw new ParseException("malformed JSON: unexpected " + p.currentToken());
+    };
   }
 
   /** Thrown for malformed JSON, with the offset. */
@@ -135,221 +213,6 @@ public final class Json {
 
     ParseException(String message) {
       super(message);
-    }
-  }
-
-  private static final class Reader {
-    private static final int MAX_DEPTH = 64;
-    private final String s;
-    private int pos;
-
-    Reader(String s) {
-      this.s = s;
-    }
-
-    ParseException error(String what) {
-      return new ParseException("malformed JSON at offset " + pos + ": " + what);
-    }
-
-    void space() {
-      while (pos < s.length() && " \t\r\n".indexOf(s.charAt(pos)) >= 0) {
-        pos++;
-      }
-    }
-
-    Object value(int depth) {
-      if (depth > MAX_DEPTH) {
-        throw error("nested too deeply");
-      }
-      if (pos >= s.length()) {
-        throw error("unexpected end");
-      }
-      char c = s.charAt(pos);
-      return switch (c) {
-        case '{' -> object(depth);
-        case '[' -> array(depth);
-        case '"' -> string();
-        case 't' -> literal("true", true);
-        case 'f' -> literal("false", false);
-        case 'n' -> literal("null", null);
-        default -> {
-          if (c == '-' || (c >= '0' && c <= '9')) {
-            yield number();
-          }
-          throw error("unexpected character '" + c + "'");
-        }
-      };
-    }
-
-    private Object literal(String word, Object value) {
-      if (!s.startsWith(word, pos)) {
-        throw error("expected " + word);
-      }
-      pos += word.length();
-      return value;
-    }
-
-    private Map<String, Object> object(int depth) {
-      Map<String, Object> m = new LinkedHashMap<>();
-      pos++;
-      space();
-      if (peek() == '}') {
-        pos++;
-        return m;
-      }
-      while (true) {
-        space();
-        if (peek() != '"') {
-          throw error("expected a string key");
-        }
-        String key = string();
-        space();
-        expect(':');
-        space();
-        m.put(key, value(depth + 1));
-        space();
-        char c = next();
-        if (c == '}') {
-          return m;
-        }
-        if (c != ',') {
-          pos--;
-          throw error("expected ',' or '}'");
-        }
-      }
-    }
-
-    private List<Object> array(int depth) {
-      List<Object> list = new ArrayList<>();
-      pos++;
-      space();
-      if (peek() == ']') {
-        pos++;
-        return list;
-      }
-      while (true) {
-        space();
-        list.add(value(depth + 1));
-        space();
-        char c = next();
-        if (c == ']') {
-          return list;
-        }
-        if (c != ',') {
-          pos--;
-          throw error("expected ',' or ']'");
-        }
-      }
-    }
-
-    private String string() {
-      expect('"');
-      StringBuilder out = new StringBuilder();
-      while (true) {
-        char c = next();
-        if (c == '"') {
-          return out.toString();
-        }
-        if (c < 0x20) {
-          pos--;
-          throw error("control character in string");
-        }
-        if (c != '\\') {
-          out.append(c);
-          continue;
-        }
-        char e = next();
-        switch (e) {
-          case '"', '\\', '/' -> out.append(e);
-          case 'b' -> out.append('\b');
-          case 'f' -> out.append('\f');
-          case 'n' -> out.append('\n');
-          case 'r' -> out.append('\r');
-          case 't' -> out.append('\t');
-          case 'u' -> {
-            if (pos + 4 > s.length()) {
-              throw error("short \\u escape");
-            }
-            try {
-              out.append((char) Integer.parseInt(s.substring(pos, pos + 4), 16));
-            } catch (NumberFormatException x) {
-              throw error("bad \\u escape");
-            }
-            pos += 4;
-          }
-          default -> {
-            pos--;
-            throw error("bad escape \\" + e);
-          }
-        }
-      }
-    }
-
-    private Object number() {
-      int start = pos;
-      if (peek() == '-') {
-        pos++;
-      }
-      if (peek() == '0') {
-        pos++;
-      } else if (peek() >= '1' && peek() <= '9') {
-        digits();
-      } else {
-        throw error("bad number");
-      }
-      boolean integral = true;
-      if (peek() == '.') {
-        integral = false;
-        pos++;
-        if (!(peek() >= '0' && peek() <= '9')) {
-          throw error("bad fraction");
-        }
-        digits();
-      }
-      if (peek() == 'e' || peek() == 'E') {
-        integral = false;
-        pos++;
-        if (peek() == '+' || peek() == '-') {
-          pos++;
-        }
-        if (!(peek() >= '0' && peek() <= '9')) {
-          throw error("bad exponent");
-        }
-        digits();
-      }
-      String text = s.substring(start, pos);
-      if (integral) {
-        try {
-          return Long.parseLong(text);
-        } catch (NumberFormatException tooBig) {
-          return new BigDecimal(text);
-        }
-      }
-      return new BigDecimal(text);
-    }
-
-    private void digits() {
-      while (peek() >= '0' && peek() <= '9') {
-        pos++;
-      }
-    }
-
-    private char peek() {
-      return pos < s.length() ? s.charAt(pos) : '\0';
-    }
-
-    private char next() {
-      if (pos >= s.length()) {
-        throw error("unexpected end");
-      }
-      return s.charAt(pos++);
-    }
-
-    private void expect(char c) {
-      if (next() != c) {
-        pos--;
-        throw error("expected '" + c + "'");
-      }
     }
   }
 }

@@ -6,24 +6,27 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.KeyFactory;
 import java.security.KeyStore;
 import java.security.PrivateKey;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
-import java.security.spec.PKCS8EncodedKeySpec;
-import java.util.Base64;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
+import org.bouncycastle.asn1.pkcs.PrivateKeyInfo;
+import org.bouncycastle.openssl.PEMEncryptedKeyPair;
+import org.bouncycastle.openssl.PEMKeyPair;
+import org.bouncycastle.openssl.PEMParser;
+import org.bouncycastle.openssl.jcajce.JcaPEMKeyConverter;
+import org.bouncycastle.pkcs.PKCS8EncryptedPrivateKeyInfo;
 
 /**
- * PEM files to an {@link SSLContext}: certificate chains ({@code CERTIFICATE} blocks) and unencrypted
- * PKCS#8 private keys ({@code PRIVATE KEY}; RSA, EC or Ed25519). Older key formats are refused with
- * the command that converts them.
+ * PEM files to an {@link SSLContext}: certificate chains ({@code CERTIFICATE} blocks, through the
+ * JDK's X.509 factory) and unencrypted private keys (PKCS#8 or OpenSSL's RSA/EC forms, through
+ * BouncyCastle's PEM parser).
  */
 public final class Pem {
   private Pem() {}
@@ -38,29 +41,37 @@ public final class Pem {
     }
   }
 
+  /**
+   * The one private key in {@code file}: PKCS#8 ({@code PRIVATE KEY}) or the traditional OpenSSL
+   * forms ({@code RSA PRIVATE KEY}, {@code EC PRIVATE KEY}), read by BouncyCastle's PEM parser.
+   * Encrypted keys are refused: the plugin would need their passphrase on a command line or in a file
+   * beside them, which protects nothing.
+   */
   public static PrivateKey privateKey(Path file) throws IOException, GeneralSecurityException {
-    String text = Files.readString(file, StandardCharsets.US_ASCII);
-    if (text.contains("-----BEGIN RSA PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----")
-        || text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")) {
-      throw new GeneralSecurityException(file + " is not an unencrypted PKCS#8 key; convert it with:"
-          + " openssl pkcs8 -topk8 -nocrypt -in " + file + " -out key.pk8.pem");
-    }
-    String begin = "-----BEGIN PRIVATE KEY-----";
-    int b = text.indexOf(begin);
-    int e = text.indexOf("-----END PRIVATE KEY-----");
-    if (b < 0 || e < b) {
-      throw new GeneralSecurityException(file + " holds no PEM PRIVATE KEY block");
-    }
-    byte[] der = Base64.getMimeDecoder().decode(text.substring(b + begin.length(), e));
-    PKCS8EncodedKeySpec spec = new PKCS8EncodedKeySpec(der);
-    for (String algorithm : new String[] {"RSA", "EC", "Ed25519"}) {
-      try {
-        return KeyFactory.getInstance(algorithm).generatePrivate(spec);
-      } catch (GeneralSecurityException wrongAlgorithm) {
-        // try the next
+    Object object;
+    try (PEMParser parser = new PEMParser(Files.newBufferedReader(file, StandardCharsets.US_ASCII))) {
+      object = parser.readObject();
+      while (object != null && !(object instanceof PrivateKeyInfo || object instanceof PEMKeyPair
+          || object instanceof PKCS8EncryptedPrivateKeyInfo || object instanceof PEMEncryptedKeyPair)) {
+        object = parser.readObject();
       }
+    } catch (IOException | RuntimeException e) {
+      throw new GeneralSecurityException(file + " is not a readable PEM file: " + e.getMessage(), e);
     }
-    throw new GeneralSecurityException(file + " holds a private key of an unsupported algorithm");
+    JcaPEMKeyConverter converter = new JcaPEMKeyConverter();
+    return switch (object) {
+      case PrivateKeyInfo info -> converter.getPrivateKey(info);
+      case PEMKeyPair pair -> converter.getPrivateKey(pair.getPrivateKeyInfo());
+      case PKCS8EncryptedPrivateKeyInfo ignored -> throw encrypted(file);
+      case PEMEncryptedKeyPair ignored -> throw encrypted(file);
+      case null -> throw new GeneralSecurityException(file + " holds no PEM private key block");
+      default -> throw new GeneralSecurityException(file + " holds no PEM private key block");
+    };
+  }
+
+  private static GeneralSecurityException encrypted(Path file) {
+    return new GeneralSecurityException(file + " holds an encrypted private key; decrypt it into a file readable"
+        + " by root only with: openssl pkcs8 -topk8 -nocrypt -in " + file + " -out key.pem");
   }
 
   /**

@@ -1,0 +1,240 @@
+package dev.caravan.csi.cli;
+
+import dev.caravan.bindings.NativeLibraries;
+import dev.caravan.bindings.NativeLibraries.Library;
+import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.mount.MountEntry;
+import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.zfs.PoolStatus;
+import dev.caravan.storage.zfs.Zfs;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What a node needs before Caravan is deployed on it, per driver, read from the host itself:
+ * {@code /proc/filesystems}, {@code /sys/module}, {@code /proc/self/mountinfo}, {@code /proc/net/unix},
+ * the process's capabilities and the libraries the bindings load (through host-storage and the
+ * bindings, never a shell).
+ */
+final class Preflight {
+  enum Status { OK, WARN, FAIL }
+
+  /** One line of the report: what was checked, what was found and, unless OK, how to fix it. */
+  record Check(Status status, String subject, String found, String fix) {
+    String line() {
+      return String.format("%-4s %s: %s", status, subject, found) + (fix.isEmpty() ? "" : "\n     fix: " + fix);
+    }
+  }
+
+  /** iscsid's and multipathd's sockets, in the abstract namespace (/proc/net/unix shows them with '@'). */
+  static final String ISCSID_SOCKET = "@ISCSIADM_ABSTRACT_NAMESPACE";
+  static final String MULTIPATHD_SOCKET = "@/org/kernel/linux/storage/multipathd";
+
+  private final List<Check> checks = new ArrayList<>();
+
+  private Preflight() {}
+
+  static List<Check> run(String driver, Path dataDir, Path mountRoot, List<String> pools) {
+    Preflight p = new Preflight();
+    p.permissions();
+    p.filesystems();
+    p.library(Library.BLKID);
+    for (String tool : List.of("mkfs.ext4", "e2fsck", "resize2fs", "mkfs.xfs", "xfs_growfs")) {
+      p.tool(tool, tool.contains("xfs") ? "xfsprogs" : "e2fsprogs", tool.contains("xfs") ? Status.WARN : Status.FAIL);
+    }
+    switch (driver) {
+      case "file" -> p.loop();
+      case "local" -> {
+        p.zfs();
+        p.library(Library.ZFS_CORE);
+        p.pools(pools);
+      }
+      case "qnap" -> {
+        p.module("iscsi_tcp", "the iSCSI initiator (iscsi_tcp)", "modprobe iscsi_tcp (Debian: open-iscsi loads it)");
+        p.module("dm_multipath", "device-mapper multipath (dm_multipath)", "modprobe dm_multipath (Debian: multipath-tools)");
+        p.library(Library.OPEN_ISCSI_USR);
+        p.tool("iscsiadm", "open-iscsi", Status.FAIL);
+        p.daemon("iscsid", ISCSID_SOCKET, "apt install open-iscsi && systemctl enable --now iscsid");
+        p.daemon("multipathd", MULTIPATHD_SOCKET, "apt install multipath-tools && systemctl enable --now multipathd");
+        p.initiatorName();
+      }
+      default -> throw new IllegalArgumentException("unknown driver '" + driver + "'");
+    }
+    p.mountRoot(mountRoot);
+    p.dataDir(dataDir);
+    return List.copyOf(p.checks);
+  }
+
+  private void add(Status s, String subject, String found, String fix) {
+    checks.add(new Check(s, subject, found, s == Status.OK ? "" : fix));
+  }
+
+  private void permissions() {
+    HostCapabilities host = HostCapabilities.current();
+    boolean ok = host.isRoot() && host.canMount();
+    add(ok ? Status.OK : Status.FAIL, "permissions", ok ? "root with CAP_SYS_ADMIN"
+        : "not root with CAP_SYS_ADMIN (" + host + "): mount(2) and the loop and ZFS ioctls need both",
+        "run the plugin as root (raw_exec, or a privileged container)");
+  }
+
+  private void filesystems() {
+    String text = read(Path.of("/proc/filesystems")).orElse("");
+    List<String> known = text.lines().map(l -> l.substring(l.indexOf('\t') + 1).strip()).toList();
+    add(known.contains("ext4") ? Status.OK : Status.FAIL, "kernel: ext4",
+        known.contains("ext4") ? "in /proc/filesystems" : "not in /proc/filesystems", "modprobe ext4");
+    add(known.contains("xfs") ? Status.OK : Status.WARN, "kernel: xfs",
+        known.contains("xfs") ? "in /proc/filesystems" : "not in /proc/filesystems (volumes with fsType=xfs fail)",
+        "modprobe xfs");
+  }
+
+  private void loop() {
+    boolean control = Files.exists(Path.of("/dev/loop-control"));
+    boolean module = Files.isDirectory(Path.of("/sys/module/loop"));
+    add(control ? Status.OK : Status.FAIL, "kernel: loop devices",
+        control ? "/dev/loop-control" + (module ? ", /sys/module/loop" : "") : "no /dev/loop-control",
+        "modprobe loop (a container needs /dev/loop-control and /dev/loop* from the host)");
+  }
+
+  private void zfs() {
+    Optional<String> version = read(Path.of("/sys/module/zfs/version")).map(String::strip);
+    boolean control = Files.exists(Path.of("/dev/zfs"));
+    if (version.isPresent() && control) {
+      add(Status.OK, "kernel: ZFS module", "version " + version.get() + ", /dev/zfs", "");
+    } else {
+      add(Status.FAIL, "kernel: ZFS module", version.map(v -> "version " + v + " but no /dev/zfs")
+              .orElse("not loaded (no /sys/module/zfs/version)"),
+          "apt install zfs-dkms zfsutils-linux (bookworm-backports, contrib) && modprobe zfs;"
+              + " a container needs /dev/zfs from the host");
+    }
+  }
+
+  private void pools(List<String> pools) {
+    if (pools.isEmpty()) {
+      add(Status.FAIL, "pools", "none allowlisted",
+          "name the pools: local { pools = [\"tank\"] } in the serve config, or doctor --pool tank");
+      return;
+    }
+    if (!Files.exists(Path.of("/dev/zfs")) || !NativeLibraries.isAvailable(Library.ZFS_CORE)) {
+      add(Status.FAIL, "pools", "cannot look at " + pools + " without ZFS", "fix the ZFS lines above first");
+      return;
+    }
+    try (Zfs zfs = Zfs.open()) {
+      for (String pool : pools) {
+        Optional<PoolStatus> s = zfs.pool(pool);
+        if (s.isEmpty()) {
+          add(Status.FAIL, "pool " + pool, "not imported", "zpool import " + pool);
+        } else {
+          add(s.get().isUsable() ? Status.OK : Status.FAIL, "pool " + pool,
+              s.get().health() + ", " + s.get().free() + " bytes free", "zpool status " + pool);
+        }
+      }
+    } catch (RuntimeException e) {
+      add(Status.FAIL, "pools", "cannot read pool state: " + e.getMessage(), "check /dev/zfs and the ZFS module");
+    }
+  }
+
+  private void module(String name, String what, String fix) {
+    boolean loaded = Files.isDirectory(Path.of("/sys/module", name));
+    add(loaded ? Status.OK : Status.FAIL, "kernel: " + what, loaded ? "/sys/module/" + name : "not loaded", fix);
+  }
+
+  private void library(Library library) {
+    NativeLibraries.Status s = NativeLibraries.status(library);
+    if (s.available()) {
+      add(Status.OK, "library " + String.join(", ", library.sonames()), loadedFiles(library.sonames()), "");
+    } else {
+      add(Status.FAIL, "library " + String.join(", ", library.sonames()), s.problem().orElse("unavailable"),
+          "apt install " + library.debianPackages().replace(",", ""));
+    }
+  }
+
+  /** The files the dynamic linker mapped for {@code sonames}; their names carry the version. */
+  private static String loadedFiles(List<String> sonames) {
+    List<String> maps = read(Path.of("/proc/self/maps")).orElse("").lines()
+        .map(l -> l.substring(l.lastIndexOf(' ') + 1)).filter(f -> f.startsWith("/")).distinct().toList();
+    List<String> found = new ArrayList<>();
+    for (String soname : sonames) {
+      maps.stream().filter(f -> Path.of(f).getFileName().toString().startsWith(soname)).findFirst()
+          .ifPresentOrElse(found::add, () -> found.add(soname));
+    }
+    return "loaded " + String.join(", ", found);
+  }
+
+  private void tool(String name, String pkg, Status missing) {
+    Optional<Path> p = HostCapabilities.current().tool(name);
+    add(p.isPresent() ? Status.OK : missing, "tool " + name, p.map(Path::toString).orElse("not on PATH"),
+        "apt install " + pkg);
+  }
+
+  private void daemon(String name, String socket, String fix) {
+    boolean listening = read(Path.of("/proc/net/unix")).orElse("").lines()
+        .anyMatch(l -> l.endsWith(" " + socket));
+    add(listening ? Status.OK : Status.FAIL, name, listening ? "listening on " + socket : "not running (no "
+        + socket + " socket)", fix);
+  }
+
+  private void initiatorName() {
+    Path file = Path.of("/etc/iscsi/initiatorname.iscsi");
+    Optional<String> name = read(file).flatMap(t -> t.lines().map(String::strip)
+        .filter(l -> l.startsWith("InitiatorName=")).map(l -> l.substring("InitiatorName=".length())).findFirst());
+    add(name.isPresent() ? Status.OK : Status.FAIL, "initiator name", name.map(n -> n + " (use it as node_id)")
+        .orElse("none in " + file), "apt install open-iscsi (it writes " + file + ")");
+  }
+
+  private void mountRoot(Path root) {
+    List<MountEntry> table;
+    try {
+      table = MountTable.read();
+    } catch (RuntimeException e) {
+      add(Status.FAIL, "Nomad mount root", "cannot read /proc/self/mountinfo: " + e.getMessage(), "");
+      return;
+    }
+    Path existing = root.toAbsolutePath().normalize();
+    while (existing.getParent() != null && !Files.exists(existing)) {
+      existing = existing.getParent();
+    }
+    Path at = existing;
+    Optional<MountEntry> holder = table.stream().filter(m -> at.startsWith(m.mountPoint()))
+        .max(Comparator.comparingInt(m -> m.mountPoint().getNameCount()));
+    if (holder.isEmpty()) {
+      add(Status.FAIL, "Nomad mount root " + root, "no mount holds it", "");
+      return;
+    }
+    MountEntry m = holder.get();
+    boolean shared = m.optionalFields().stream().anyMatch(f -> f.startsWith("shared:"));
+    String where = (Files.exists(root) ? "" : "not created yet; ") + "on mount " + m.mountPoint()
+        + (shared ? " (shared propagation)" : " (private propagation)");
+    add(shared ? Status.OK : Status.WARN, "Nomad mount root " + root, where,
+        "mounts a containerized node plugin makes there reach tasks only through a shared mount:"
+            + " mount --make-rshared " + m.mountPoint() + " (raw_exec plugins on the host do not need it)");
+    if (m.readOnly()) {
+      add(Status.FAIL, "Nomad mount root " + root, "on a read-only mount", "mount it read-write");
+    }
+  }
+
+  private void dataDir(Path dir) {
+    Path existing = dir.toAbsolutePath().normalize();
+    while (existing.getParent() != null && !Files.exists(existing)) {
+      existing = existing.getParent();
+    }
+    boolean writable = Files.isWritable(existing) && Files.isDirectory(existing);
+    String found = Files.exists(dir) ? (writable ? "exists, writable" : Files.isDirectory(dir) ? "exists, not writable" : "exists and is not a directory")
+        : (writable ? "will be created below " + existing : "cannot be created: " + existing + " is not writable");
+    add(writable ? Status.OK : Status.FAIL, "data directory " + dir + " (volumes and the node journal)", found,
+        "give it to root: mkdir -p " + dir + " && chmod 0700 " + dir);
+  }
+
+  private static Optional<String> read(Path file) {
+    try {
+      return Optional.of(Files.readString(file, StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      return Optional.empty();
+    }
+  }
+}

@@ -1,0 +1,108 @@
+package dev.caravan.csi.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code caravan doctor} on this host: each line must say what the host really has, read here
+ * independently of the command (this build host has loop devices and ext4, and no ZFS or iSCSI
+ * module; the guest has the rest).
+ */
+class DoctorCommandTest {
+  @TempDir Path dir;
+
+  private record Out(int exit, String out) {
+    String line(String subject) {
+      return out.lines().filter(l -> l.substring(Math.min(5, l.length())).startsWith(subject)).findFirst()
+          .orElseThrow(() -> new AssertionError("no line for " + subject + " in\n" + out));
+    }
+
+    /** The fix line under the line for {@code subject}. */
+    String fix(String subject) {
+      var lines = out.lines().toList();
+      int i = lines.indexOf(line(subject));
+      return i + 1 < lines.size() && lines.get(i + 1).strip().startsWith("fix: ") ? lines.get(i + 1).strip() : "";
+    }
+  }
+
+  private Out doctor(String... args) {
+    StringWriter out = new StringWriter();
+    CommandLine cli = new CommandLine(new Main());
+    cli.setOut(new PrintWriter(out, true));
+    String[] all = new String[args.length + 5];
+    all[0] = "doctor";
+    System.arraycopy(args, 0, all, 1, args.length);
+    all[args.length + 1] = "--data-dir";
+    all[args.length + 2] = dir.resolve("data").toString();
+    all[args.length + 3] = "--mount-root";
+    all[args.length + 4] = dir.resolve("nomad/client/csi").toString();
+    return new Out(cli.execute(all), out.toString());
+  }
+
+  private static String status(boolean ok) {
+    return ok ? "OK  " : "FAIL";
+  }
+
+  @Test
+  void reportsWhatThisHostHasAndLacks() throws IOException {
+    String filesystems = Files.readString(Path.of("/proc/filesystems"), StandardCharsets.UTF_8);
+    boolean ext4 = filesystems.lines().anyMatch(l -> l.endsWith("\text4"));
+    boolean loop = Files.exists(Path.of("/dev/loop-control"));
+    boolean zfs = Files.exists(Path.of("/sys/module/zfs/version"));
+    boolean iscsi = Files.isDirectory(Path.of("/sys/module/iscsi_tcp"));
+
+    Out file = doctor("--driver", "file");
+    assertThat(file.line("kernel: ext4")).startsWith(status(ext4));
+    assertThat(file.line("kernel: loop devices")).startsWith(status(loop));
+    assertThat(file.line("data directory")).startsWith("OK").contains("will be created below " + dir);
+    assertThat(file.line("Nomad mount root")).contains("not created yet");
+    assertThat(file.line("library libblkid.so.1")).startsWith("OK").containsPattern("loaded /\\S+/libblkid\\.so\\.1");
+    assertThat(file.out()).doesNotContain("ZFS").doesNotContain("iscsid");
+    boolean fileFailed = file.out().lines().anyMatch(l -> l.startsWith("FAIL"));
+    assertThat(file.exit()).as(file.out()).isEqualTo(fileFailed ? 1 : 0);
+
+    Out local = doctor("--driver", "local", "--pool", "tank");
+    assertThat(local.line("kernel: ZFS module")).startsWith(status(zfs));
+    if (!zfs) {
+      assertThat(local.line("kernel: ZFS module")).contains("not loaded (no /sys/module/zfs/version)");
+      assertThat(local.fix("kernel: ZFS module")).contains("apt install zfs-dkms", "modprobe zfs");
+      assertThat(local.line("pools")).startsWith("FAIL").contains("[tank]");
+      assertThat(local.exit()).isEqualTo(1);
+      assertThat(local.out().strip()).endsWith("fix them before deploying --driver local");
+    }
+    assertThat(local.out()).doesNotContain("kernel: loop devices");
+
+    Out qnap = doctor("--driver", "qnap");
+    assertThat(qnap.line("kernel: the iSCSI initiator")).startsWith(status(iscsi));
+    if (!iscsi) {
+      assertThat(qnap.fix("kernel: the iSCSI initiator")).contains("modprobe iscsi_tcp");
+      assertThat(qnap.exit()).isEqualTo(1);
+    }
+    boolean iscsid = Files.readString(Path.of("/proc/net/unix")).contains(Preflight.ISCSID_SOCKET);
+    assertThat(qnap.line("iscsid")).startsWith(status(iscsid));
+  }
+
+  @Test
+  void aDataDirectoryThatCannotBeWrittenFails() throws IOException {
+    Path file = Files.writeString(dir.resolve("data"), "a file, not a directory");
+    Out r = doctor("--driver", "file");
+    assertThat(Files.isRegularFile(file)).isTrue();
+    assertThat(r.line("data directory")).startsWith("FAIL");
+    assertThat(r.fix("data directory")).contains("mkdir -p");
+    assertThat(r.exit()).isEqualTo(1);
+  }
+
+  @Test
+  void anUnknownDriverIsAUsageError() {
+    assertThat(doctor("--driver", "nfs").exit()).isEqualTo(2);
+  }
+}

@@ -1,0 +1,198 @@
+package dev.caravan.csi.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.OptionSpec;
+
+/** {@code caravan serve --config}: real files, the rules, and precedence. */
+class ServeConfigTest {
+  @TempDir Path dir;
+
+  private record Run(ServeCommand serve, int exit, String err) {}
+
+  /** Parses {@code args}, writes {@code text} to {@code name} and applies it as --config. */
+  private Run apply(String name, String text, String... args) throws Exception {
+    Path file = dir.resolve(name);
+    Files.writeString(file, text);
+    ServeCommand serve = new ServeCommand();
+    List<String> all = new ArrayList<>(List.of(args));
+    all.addAll(List.of("--config", file.toString()));
+    new CommandLine(serve).parseArgs(all.toArray(String[]::new));
+    return captured(serve, serve::applyConfig);
+  }
+
+  private static Run captured(ServeCommand serve, Callable<Integer> body) throws Exception {
+    PrintStream saved = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      int exit = body.call();
+      return new Run(serve, exit, err.toString(StandardCharsets.UTF_8));
+    } finally {
+      System.setErr(saved);
+    }
+  }
+
+  /** A value of each option's type, as HCL source, and what picocli turns it into. */
+  private static String sample(OptionSpec o, int i) {
+    Class<?> type = o.isMultiValue() ? o.auxiliaryTypes()[0] : o.type();
+    String one = type == Long.class || type == long.class || type == Integer.class || type == int.class
+        ? Integer.toString(100 + i)
+        : type == Boolean.class || type == boolean.class ? "false" : "\"/v" + i + "\"";
+    return o.isMultiValue() ? "[" + one + ", " + one + "]" : one;
+  }
+
+  @Test
+  void everyFlagOfServeIsAKeyOfTheFile() throws Exception {
+    CommandLine model = new CommandLine(new ServeCommand());
+    Map<String, OptionSpec> keys = ServeConfig.keys(model.getCommandSpec());
+    // Derived from the model: every option but --config/--help/--version, so a new flag needs no change.
+    assertThat(keys).hasSize((int) model.getCommandSpec().options().stream()
+        .filter(o -> !o.usageHelp() && !o.versionHelp()).count() - 1);
+    StringBuilder text = new StringBuilder();
+    Map<String, String> samples = new LinkedHashMap<>();
+    int i = 0;
+    for (Map.Entry<String, OptionSpec> e : keys.entrySet()) {
+      String v = sample(e.getValue(), i++);
+      samples.put(e.getKey(), v);
+      text.append(e.getKey()).append(" = ").append(v).append('\n');
+    }
+    Run r = apply("all.hcl", text.toString());
+    assertThat(r.exit()).as(r.err()).isZero();
+    CommandLine applied = new CommandLine(r.serve());
+    for (Map.Entry<String, OptionSpec> e : keys.entrySet()) {
+      String flag = e.getValue().longestName();
+      Object expected = ((OptionSpec) applied.getCommandSpec().findOption(flag)).getValue();
+      // The same value the flag itself would have given.
+      CommandLine byFlag = new CommandLine(new ServeCommand());
+      String v = samples.get(e.getKey()).replaceAll("[\\[\\]\"]", "");
+      List<String> flagArgs = new ArrayList<>();
+      for (String part : v.split(", ", -1)) {
+        flagArgs.add(flag + "=" + part);
+      }
+      byFlag.parseArgs(flagArgs.toArray(String[]::new));
+      assertThat(expected).as(e.getKey()).isEqualTo(byFlag.getCommandSpec().findOption(flag).getValue());
+    }
+  }
+
+  @Test
+  void flagsWinOverTheFileAndTheBackendBlockBecomesItsOptions() throws Exception {
+    Run r = apply("caravan.hcl", """
+        driver      = "qnap"
+        node_id     = "iqn.2005-10.org.example:from-file"
+        max_volumes = 8
+        allowed_root = ["/srv/a", "/srv/b"]
+        qnap {
+          url         = "https://nas.example:443"
+          portals     = ["10.0.10.5", "10.0.20.5:3261"]
+          default_pool = 2
+          credentials_file = "/etc/caravan/qnap-credentials"
+        }
+        local {
+          pools = ["tank"]
+        }
+        """, "--node-id", "iqn.2005-10.org.example:from-flag", "--allowed-root", "/flag");
+    assertThat(r.exit()).as(r.err()).isZero();
+    assertThat(r.serve().driver).isEqualTo("qnap");
+    assertThat(r.serve().nodeId).isEqualTo("iqn.2005-10.org.example:from-flag");
+    assertThat(r.serve().maxVolumes).isEqualTo(8L);
+    assertThat(r.serve().allowedRoots).containsExactly(Path.of("/flag"));
+    assertThat(r.serve().backendOptions).containsOnly(Map.entry("url", "https://nas.example:443"),
+        Map.entry("portals", "10.0.10.5,10.0.20.5:3261"), Map.entry("default-pool", "2"),
+        Map.entry("credentials-file", "/etc/caravan/qnap-credentials"));
+  }
+
+  @Test
+  void theEnvironmentWinsOverTheFileForTheOptionsItSets() throws Exception {
+    Path file = dir.resolve("env.hcl");
+    Files.writeString(file, "endpoint = \"unix:///from/file.sock\"\nnode_id = \"from-file\"\n");
+    ServeCommand serve = new ServeCommand();
+    CommandLine cli = new CommandLine(serve);
+    cli.parseArgs("--config", file.toString());
+    ServeConfig.apply(file, dev.caravan.csi.config.ConfigFiles.read(file), cli.getCommandSpec(), List.of("file"),
+        () -> new CommandLine(new ServeCommand()), o -> o.longestName().equals("--endpoint"));
+    assertThat(serve.endpoint).isNull();
+    assertThat(serve.nodeId).isEqualTo("from-file");
+  }
+
+  @Test
+  void jsonAndTheOldPropertiesFormatReadTheSame() throws Exception {
+    Run json = apply("caravan.json", """
+        {"driver": "local", "max_volumes": 3, "allowed_root": ["/a"], "local": {"pools": ["tank", "pool2"]}}
+        """);
+    assertThat(json.exit()).as(json.err()).isZero();
+    Run props = apply("caravan.properties", "driver=local\nmax-volumes=3\nallowed-roots=/a\nlocal.pools=tank,pool2\n");
+    assertThat(props.exit()).as(props.err()).isZero();
+    for (Run r : List.of(json, props)) {
+      assertThat(r.serve().driver).isEqualTo("local");
+      assertThat(r.serve().maxVolumes).isEqualTo(3L);
+      assertThat(r.serve().allowedRoots).containsExactly(Path.of("/a"));
+      assertThat(r.serve().backendOptions).containsOnly(Map.entry("pools", "tank,pool2"));
+    }
+  }
+
+  @Test
+  void anUnknownKeyOrABadValueStopsNamingTheFileTheLineAndTheRule() throws Exception {
+    record Case(String text, int line, String rule) {}
+    List<Case> cases = List.of(
+        new Case("driver = \"file\"\nnode-id = \"n\"\n", 2, "unknown key 'node-id' (did you mean node_id?)"),
+        new Case("\nallowed_roots = [\"/a\"]\n", 2, "unknown key 'allowed_roots' (did you mean allowed_root?)"),
+        new Case("max_volumes = \"ten\"\n", 1, "max_volumes: Invalid value for option '--max-volumes'"),
+        new Case("node_id = [\"a\", \"b\"]\n", 1, "node_id takes one value, not a list"),
+        new Case("data_dir = \"${env.HOME}/x\"\n", 1, "data_dir must be a string, number or boolean written out"),
+        new Case("http_token = \"s3cret\"\n", 1, "a secret is never written in the config"),
+        new Case("qnap = \"x\"\n", 1, "(qnap is a block: qnap { ... })"),
+        new Case("nfs {\n}\n", 1, "unknown block 'nfs'"),
+        new Case("driver = \"qnap\"\nqnap {\n  password = \"s3cret\"\n}\n", 3, "qnap.password: a secret is never"),
+        new Case("driver = \"qnap\"\nqnap {\n  ca-file = \"/x\"\n}\n", 3, "keys are written with '_': ca_file"),
+        new Case("metrics = \"maybe\"\n", 1, "metrics: Invalid value for option '--metrics'"),
+        new Case("driver = \"file\"\nqnap {}\nqnap {}\n", 3, "a second qnap block (the first is on line 2)"));
+    for (Case c : cases) {
+      Run r = apply("bad.hcl", c.text());
+      assertThat(r.exit()).as(c.text()).isEqualTo(2);
+      assertThat(r.err()).as(c.text()).startsWith("caravan: " + dir.resolve("bad.hcl") + ":" + c.line() + ": ")
+          .contains(c.rule()).doesNotContain("\tat ").doesNotContain("Exception");
+    }
+  }
+
+  @Test
+  void aValueServeRefusesLaterStillNamesItsLine() throws Exception {
+    Path file = dir.resolve("later.hcl");
+    Files.writeString(file, "driver = \"file\"\n\niscsi_gc = \"maybe\"\nhttp_listen = \"off\"\n");
+    ServeCommand serve = new ServeCommand();
+    new CommandLine(serve).parseArgs("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"));
+    Run r = captured(serve, serve);
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).contains(file + ":3: iscsi_gc: --iscsi-gc 'maybe' must be on or off");
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+
+    Files.writeString(file, """
+        driver = "qnap"
+        http_listen = "off"
+        qnap {
+          url = "https://nas:443"
+          portals = ["10.0.0.1"]
+          transport = "smoke-signals"
+        }
+        """);
+    ServeCommand qnap = new ServeCommand();
+    new CommandLine(qnap).parseArgs("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"),
+        "--data-dir", dir.resolve("data").toString());
+    Run q = captured(qnap, qnap);
+    assertThat(q.exit()).isEqualTo(1);
+    assertThat(q.err()).contains(file + ":6: cannot start: ").contains("qnap.transport 'smoke-signals' must be");
+  }
+}
