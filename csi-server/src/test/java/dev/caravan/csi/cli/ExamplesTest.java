@@ -155,6 +155,9 @@ class ExamplesTest {
           .filter(p -> !p.getFileName().toString().contains(".nomad.")).toList();
     }
     assertThat(configs).as("examples/qnap/qnap.hcl at least").isNotEmpty();
+    // And the example the distribution and the Debian package ship in /etc/caravan.
+    configs = Stream.concat(configs.stream(),
+        Stream.of(EXAMPLES.resolveSibling("dist").resolve("src/etc/caravan.hcl.example"))).toList();
     for (Path c : configs) {
       Body body = ConfigFiles.read(c);
       if (body.blocks("job").isEmpty() && body.attribute("plugin_id").isEmpty()) {
