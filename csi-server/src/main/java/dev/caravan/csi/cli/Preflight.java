@@ -3,6 +3,8 @@ package dev.caravan.csi.cli;
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.bindings.NativeLibraries.Library;
 import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.zfs.PoolStatus;
@@ -180,11 +182,11 @@ final class Preflight {
   }
 
   private void initiatorName() {
-    Path file = Path.of("/etc/iscsi/initiatorname.iscsi");
-    Optional<String> name = read(file).flatMap(t -> t.lines().map(String::strip)
-        .filter(l -> l.startsWith("InitiatorName=")).map(l -> l.substring("InitiatorName=".length())).findFirst());
-    add(name.isPresent() ? Status.OK : Status.FAIL, "initiator name", name.map(n -> n + " (use it as node_id)")
-        .orElse("none in " + file), "apt install open-iscsi (it writes " + file + ")");
+    try {
+      add(Status.OK, "initiator name", Iscsi.system().initiatorName() + " (the qnap driver's node id by default)", "");
+    } catch (StorageException e) {
+      add(Status.FAIL, "initiator name", e.getMessage(), "apt install open-iscsi (it writes /etc/iscsi/initiatorname.iscsi)");
+    }
   }
 
   private void mountRoot(Path root) {

@@ -14,6 +14,8 @@ import dev.caravan.csi.peer.PeerFlags;
 import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.server.Endpoint;
 import dev.caravan.csi.service.IdentityService;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.iscsi.Iscsi;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -52,7 +54,8 @@ final class ServeCommand implements Callable<Integer> {
   @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")
   String endpoint;
 
-  @Option(names = "--node-id", description = "CSI node id (default: $CSI_NODE_ID, else the hostname).")
+  @Option(names = "--node-id", description = "CSI node id (default: $CSI_NODE_ID, else for qnap this node's iSCSI"
+      + " initiator name from /etc/iscsi/initiatorname.iscsi, which the appliance's ACL admits, else the hostname).")
   String nodeId;
 
   @Option(names = "--data-dir", description = "State directory (default: /var/lib/caravan/<driver>).")
@@ -166,7 +169,13 @@ final class ServeCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       return usage("--endpoint", e.getMessage());
     }
-    String node = first(nodeId, env("CSI_NODE_ID"), hostname());
+    String node;
+    try {
+      node = nodeId(drv);
+    } catch (StorageException e) {
+      return usage("--node-id", "the qnap driver's node id is this node's iSCSI initiator name, and " + e.getMessage()
+          + "; install open-iscsi or give --node-id");
+    }
     Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/" + drv);
     String name = first(pluginName, null, IdentityService.defaultName(drv));
     long max = maxVolumes != null ? maxVolumes : 0;
@@ -280,6 +289,18 @@ final class ServeCommand implements Callable<Integer> {
       return env;
     }
     return fallback;
+  }
+
+  /**
+   * The node id: the flag, else Nomad's CSI_NODE_ID, else what identifies the node to its storage:
+   * for qnap the initiator name (its node ids are what the targets' ACLs admit), else the hostname.
+   */
+  String nodeId(String drv) {
+    String given = first(nodeId, env("CSI_NODE_ID"), null);
+    if (given != null) {
+      return given;
+    }
+    return drv.equals("qnap") ? Iscsi.system().initiatorName() : hostname();
   }
 
   private static String hostname() {

@@ -1,7 +1,9 @@
 package dev.caravan.csi.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,6 +17,22 @@ class ServeCommandTest {
     cli.parseArgs("--allowed-root", "/srv/nomad/client/csi", "--allowed-root=/local/csi");
     assertThat(serve.allowedRoots).containsExactly(Path.of("/srv/nomad/client/csi"), Path.of("/local/csi"));
     assertThat(cli.getUsageMessage()).contains("--allowed-root", "<state_dir>/csi", "/local/csi");
+  }
+
+  @Test
+  void aQnapNodeIsNamedByItsInitiatorUnlessTold() throws Exception {
+    Path file = Path.of("/etc/iscsi/initiatorname.iscsi");
+    assumeTrue(Files.isReadable(file) && System.getenv("CSI_NODE_ID") == null,
+        "needs open-iscsi's " + file + " (and no CSI_NODE_ID in the environment)");
+    String iqn = Files.readAllLines(file).stream().filter(l -> l.startsWith("InitiatorName="))
+        .map(l -> l.substring("InitiatorName=".length()).strip()).findFirst().orElseThrow();
+    ServeCommand serve = new ServeCommand();
+    new CommandLine(serve).parseArgs("--driver=qnap");
+    assertThat(serve.nodeId("qnap")).isEqualTo(iqn);
+    assertThat(serve.nodeId("file")).isNotEqualTo(iqn);
+    ServeCommand told = new ServeCommand();
+    new CommandLine(told).parseArgs("--driver=qnap", "--node-id=iqn.2026-01.dev.caravan:told");
+    assertThat(told.nodeId("qnap")).isEqualTo("iqn.2026-01.dev.caravan:told");
   }
 
   @Test
