@@ -20,22 +20,27 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * A small faithful fake of the Nomad task API socket for the one endpoint Caravan uses, Read CSI
- * Volume ({@code GET /v1/volume/csi/:volume_id?namespace=}): like Nomad, it always requires a token
- * (403 "Permission denied" otherwise), answers 404 "volume not found" for unknown volumes, and sends
- * the volume as JSON with {@code Transfer-Encoding: chunked} (as Go's net/http does for bodies it
- * streams) or with a Content-Length.
+ * A small faithful fake of the Nomad task API socket for the endpoints Caravan reads, built from
+ * Nomad's documented API: Read CSI Volume ({@code GET /v1/volume/csi/:volume_id?namespace=}; 404
+ * "volume not found" for unknown volumes) and Read Service ({@code GET /v1/service/:service_name?namespace=};
+ * the JSON list of the service's registrations in that namespace, each with ID, ServiceName,
+ * Namespace, NodeID, Datacenter, JobID, AllocID, Tags, Address, Port, CreateIndex and ModifyIndex, and
+ * an empty list for a service nobody registered). Like Nomad it always requires a token (403
+ * "Permission denied" otherwise), and it sends 200 answers with {@code Transfer-Encoding: chunked}
+ * (as Go's net/http does for bodies it streams) or with a Content-Length.
  */
-final class NomadFake implements AutoCloseable {
-  final Path socket;
+public final class NomadFake implements AutoCloseable {
+  public final Path socket;
   final String token;
   final Map<String, Map<String, Object>> volumes = new ConcurrentHashMap<>(); // "ns/id" -> CSIVolume
-  final List<String> requests = new CopyOnWriteArrayList<>();
+  /** "namespace/service/alloc" → registration. */
+  private final Map<String, Map<String, Object>> registrations = new ConcurrentHashMap<>();
+  public final List<String> requests = new CopyOnWriteArrayList<>();
   volatile boolean chunked = true;
   private final ServerSocketChannel server;
   private final Thread loop;
 
-  NomadFake(Path socket, String token) throws IOException {
+  public NomadFake(Path socket, String token) throws IOException {
     this.socket = socket;
     this.token = token;
     Files.deleteIfExists(socket);
@@ -48,6 +53,17 @@ final class NomadFake implements AutoCloseable {
     volumes.put(namespace + "/" + id, Map.of("ID", id, "Namespace", namespace, "ExternalID", externalId,
         "PluginID", "caravan", "Name", id, "AccessMode", "single-node-writer", "AttachmentMode", "file-system",
         "Schedulable", true, "Topologies", List.of(Map.of("Segments", Map.of("caravan.dev/node", "test-node")))));
+  }
+
+  /** Registers {@code service} for allocation {@code allocId} on Nomad node {@code nodeId}, at {@code address:port}. */
+  public void registerService(String namespace, String service, String allocId, String nodeId, List<String> tags,
+      String address, int port) {
+    registrations.put(namespace + "/" + service + "/" + allocId, Map.ofEntries(
+        Map.entry("ID", "_nomad-task-" + allocId + "-plugin-" + service + "-peer"),
+        Map.entry("ServiceName", service), Map.entry("Namespace", namespace), Map.entry("NodeID", nodeId),
+        Map.entry("Datacenter", "dc1"), Map.entry("JobID", "caravan"), Map.entry("AllocID", allocId),
+        Map.entry("Tags", List.copyOf(tags)), Map.entry("Address", address), Map.entry("Port", port),
+        Map.entry("CreateIndex", 10), Map.entry("ModifyIndex", 10)));
   }
 
   private void serve() {
@@ -76,13 +92,16 @@ final class NomadFake implements AutoCloseable {
       respond(out, 403, "text/plain", "Permission denied");
       return;
     }
-    if (parts.length != 3 || !parts[0].equals("GET") || !parts[1].startsWith("/v1/volume/csi/")) {
+    String prefix = parts.length != 3 || !parts[0].equals("GET") ? ""
+        : parts[1].startsWith("/v1/volume/csi/") ? "/v1/volume/csi/"
+        : parts[1].startsWith("/v1/service/") ? "/v1/service/" : "";
+    if (prefix.isEmpty()) {
       respond(out, 404, "text/plain", "Invalid URL");
       return;
     }
-    String rest = parts[1].substring("/v1/volume/csi/".length());
+    String rest = parts[1].substring(prefix.length());
     int q = rest.indexOf('?');
-    String id = URLDecoder.decode(q < 0 ? rest : rest.substring(0, q), StandardCharsets.UTF_8);
+    String name = URLDecoder.decode(q < 0 ? rest : rest.substring(0, q), StandardCharsets.UTF_8);
     String ns = "default";
     if (q >= 0) {
       for (String kv : rest.substring(q + 1).split("&", -1)) {
@@ -91,7 +110,14 @@ final class NomadFake implements AutoCloseable {
         }
       }
     }
-    Map<String, Object> v = volumes.get(ns + "/" + id);
+    if (prefix.equals("/v1/service/")) {
+      String key = ns + "/" + name + "/";
+      List<Map<String, Object>> found = registrations.entrySet().stream().filter(e -> e.getKey().startsWith(key))
+          .sorted(Map.Entry.comparingByKey()).map(Map.Entry::getValue).toList();
+      respond(out, 200, "application/json", Json.write(found));
+      return;
+    }
+    Map<String, Object> v = volumes.get(ns + "/" + name);
     if (v == null) {
       respond(out, 404, "text/plain", "volume not found");
       return;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.GrpcOutcomes;
+import dev.caravan.csi.NomadFake;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.v1.ListVolumesRequest;
@@ -17,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
@@ -28,7 +30,7 @@ class NomadDiscoveryTest {
   private static final String SERVICE = "caravan-peer";
 
   private PeerCluster cluster;
-  private NomadServiceFake nomad;
+  private NomadFake nomad;
 
   @AfterEach
   void stop() throws Exception {
@@ -41,13 +43,13 @@ class NomadDiscoveryTest {
   }
 
   private PeerCluster startThroughNomad(Path dir, String token) throws Exception {
-    nomad = new NomadServiceFake(dir.resolve("api.sock"), "workload-identity");
+    nomad = new NomadFake(dir.resolve("api.sock"), "workload-identity");
     Map<String, Long> reserves = new LinkedHashMap<>();
     for (String n : new String[] {"n1", "n2", "n3"}) {
       reserves.put(n, 0L);
     }
     return PeerCluster.start(reserves, (self, others) -> {
-      others.forEach((node, at) -> nomad.register("default", SERVICE, node, at));
+      others.forEach((node, at) -> register("default", SERVICE, node, at));
       NomadClient client = new NomadClient(nomad.socket, () -> Optional.of(token), Duration.ofSeconds(5));
       return new NomadPeers(client, "default", SERVICE, self, Duration.ZERO, Clock.systemUTC());
     });
@@ -79,16 +81,16 @@ class NomadDiscoveryTest {
 
   @Test
   void theSetIsCachedRefreshedAndKeptWhenNomadIsAway(@TempDir Path dir) throws Exception {
-    nomad = new NomadServiceFake(dir.resolve("api.sock"), "t");
+    nomad = new NomadFake(dir.resolve("api.sock"), "t");
     MutableClock clock = new MutableClock();
     NomadPeers peers = new NomadPeers(new NomadClient(nomad.socket, () -> Optional.of("t"), Duration.ofSeconds(5)),
         "default", SERVICE, "n1", Duration.ofSeconds(30), clock);
-    nomad.register("default", SERVICE, "n1", new PeerAddress("10.0.0.1", 9700));
-    nomad.register("default", SERVICE, "n2", new PeerAddress("10.0.0.2", 9700));
-    nomad.register("other", SERVICE, "n9", new PeerAddress("10.0.0.9", 9700));
+    register("default", SERVICE, "n1", new PeerAddress("10.0.0.1", 9700));
+    register("default", SERVICE, "n2", new PeerAddress("10.0.0.2", 9700));
+    register("other", SERVICE, "n9", new PeerAddress("10.0.0.9", 9700));
     assertThat(peers.current()).isEqualTo(Map.of("n2", new PeerAddress("10.0.0.2", 9700)));
 
-    nomad.register("default", SERVICE, "n3", new PeerAddress("10.0.0.3", 9700));
+    register("default", SERVICE, "n3", new PeerAddress("10.0.0.3", 9700));
     assertThat(peers.current()).containsOnlyKeys("n2"); // cached
     clock.advance(Duration.ofSeconds(31));
     assertThat(peers.current()).containsOnlyKeys("n2", "n3");
@@ -124,5 +126,11 @@ class NomadDiscoveryTest {
     public Clock withZone(java.time.ZoneId zone) {
       return this;
     }
+  }
+
+  /** The plugin allocation on {@code node} registers the peer service, tagged with its CSI node id. */
+  private void register(String namespace, String service, String node, PeerAddress at) {
+    nomad.registerService(namespace, service, "alloc-" + node, "node-uuid-" + node, List.of(NomadPeers.NODE_TAG + node),
+        at.host(), at.port());
   }
 }

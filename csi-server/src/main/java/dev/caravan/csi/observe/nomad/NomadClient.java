@@ -114,21 +114,24 @@ public final class NomadClient {
     if (r.status == 404) {
       return Optional.empty();
     }
-    if (r.status != 200) {
-      throw new NomadException(r.status, "Nomad answered " + r.status + " to GET /v1/volume/csi/" + volumeId + ": "
-          + printable(r.body));
-    }
-    Object parsed;
-    try {
-      parsed = Json.parse(r.body);
-    } catch (IllegalArgumentException e) {
-      throw new NomadException(r.status, "Nomad's answer is not JSON: " + e.getMessage());
-    }
+    Object parsed = json(r, "/v1/volume/csi/" + volumeId);
     if (!(parsed instanceof Map<?, ?> m) || !(m.get("ExternalID") instanceof String ext) || ext.isEmpty()) {
       throw new NomadException(r.status, "Nomad's answer has no ExternalID");
     }
     return Optional.of(new CsiVolume(String.valueOf(m.get("ID")), String.valueOf(m.get("Namespace")), ext,
         String.valueOf(m.get("PluginID"))));
+  }
+
+  /** The JSON of a 200 answer to {@code GET shown}; anything else is a {@link NomadException} naming it. */
+  private static Object json(Response r, String shown) throws NomadException {
+    if (r.status != 200) {
+      throw new NomadException(r.status, "Nomad answered " + r.status + " to GET " + shown + ": " + printable(r.body));
+    }
+    try {
+      return Json.parse(r.body);
+    } catch (IllegalArgumentException e) {
+      throw new NomadException(r.status, "Nomad's answer is not JSON: " + e.getMessage());
+    }
   }
 
   /** One registration of a Nomad service (Nomad's service provider): where one allocation serves it. */
@@ -146,16 +149,7 @@ public final class NomadClient {
     String path = "/v1/service/" + URLEncoder.encode(serviceName, StandardCharsets.UTF_8).replace("+", "%20")
         + "?namespace=" + URLEncoder.encode(namespace, StandardCharsets.UTF_8);
     Response r = get(path);
-    if (r.status != 200) {
-      throw new NomadException(r.status, "Nomad answered " + r.status + " to GET /v1/service/" + serviceName + ": "
-          + printable(r.body));
-    }
-    Object parsed;
-    try {
-      parsed = Json.parse(r.body);
-    } catch (IllegalArgumentException e) {
-      throw new NomadException(r.status, "Nomad's answer is not JSON: " + e.getMessage());
-    }
+    Object parsed = json(r, "/v1/service/" + serviceName);
     if (!(parsed instanceof List<?> list)) {
       throw new NomadException(r.status, "Nomad's answer to GET /v1/service/" + serviceName + " is not a list");
     }
