@@ -9,23 +9,12 @@ import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
-import dev.caravan.storage.block.LoopDevice;
-import dev.caravan.storage.block.LoopDevices;
-import dev.caravan.storage.file.SparseFiles;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.fs.Frozen;
-import dev.caravan.storage.fs.FsType;
-import dev.caravan.storage.mount.MountTable;
-import dev.caravan.storage.mount.Mounts;
 import io.grpc.Status.Code;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /** {@link FailoverConformance} on the file backend (sparse files on loop devices), and its mode 7. */
@@ -33,26 +22,9 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
   /** Nomad's deadline for a CSI call is minutes; a short one here shows the answer is a timeout, not a false OK. */
   private static final long DEADLINE_SECONDS = 3;
 
-  private LoopDevice dataLoop;
-
   @Override
   TestBackend backend() {
     return TestBackend.file();
-  }
-
-  /** Runs before the shared clean-up: the frozen-storage scenario's data directory is a mount of its own. */
-  @AfterEach
-  void releaseTheDataFilesystem() throws IOException {
-    if (dataLoop == null) {
-      return;
-    }
-    f.stopPlugin();
-    if (MountTable.isMountPoint(f.data)) {
-      Mounts.unmount(f.data);
-    }
-    f.close();
-    f = null;
-    LoopDevices.detach(dataLoop);
   }
 
   /** CreateVolume as Nomad retries it: again while the plugin answers ABORTED (the first call still runs). */
@@ -82,15 +54,7 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
   void aStalledStorageDelaysCallsWithinTheirDeadlinesAndEverythingConverges() throws Exception {
     Host.requireLoopAndExt4();
     f = PluginFixture.unstarted(backend());
-    Path image = f.work.resolve("data.img");
-    SparseFiles.create(image, 512 * MIB);
-    dataLoop = LoopDevices.attach(image, false);
-    Filesystems.formatIfEmpty(dataLoop.device(), FsType.EXT4, List.of());
-    Files.createDirectories(f.data);
-    Mounts.mount(dataLoop.device(), f.data, "ext4", Set.of(), "");
-    Path journal = f.work.resolve("journal"); // the node journal stays writable: it describes mounts, not storage
-    f.customize = s -> new Plugin.Settings(s.driver(), s.socket(), s.nodeId(), s.dataDir(), journal, s.pluginName(),
-        s.maxVolumes(), s.options(), s.observe());
+    f.dataOnAFilesystemOfItsOwn();
     f.startPlugin();
 
     VolumeCapability cap = Caps.mount("ext4");

@@ -6,6 +6,9 @@ import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.NodeGrpc;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.file.SparseFiles;
+import dev.caravan.storage.fs.Filesystems;
+import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
@@ -16,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
@@ -34,6 +38,8 @@ final class PluginFixture implements AutoCloseable {
   /** Nomad's mount root for this plugin: {@code <state_dir>/csi/monolith/<plugin-id>}. */
   final Path root;
   private Plugin plugin;
+  /** The loop device under the data directory, when it is a filesystem of its own. */
+  private LoopDevice dataFilesystem;
   /** Adjusts the settings of every plugin this fixture starts (e.g. turns the observe API on). */
   UnaryOperator<Plugin.Settings> customize = UnaryOperator.identity();
   private UnixChannel channel;
@@ -143,8 +149,30 @@ final class PluginFixture implements AutoCloseable {
   List<MountEntry> ourMounts() {
     return MountTable.read().stream()
         .filter(m -> m.mountPoint().startsWith(work))
+        .filter(m -> dataFilesystem == null || !m.mountPoint().equals(data))
         .sorted(Comparator.comparing((MountEntry m) -> m.mountPoint().getNameCount()).reversed())
         .toList();
+  }
+
+  /**
+   * Puts the data directory on an ext4 filesystem of its own (512 MiB on a loop device), so that a test
+   * can freeze the plugin's storage, as a stalled disk would; the node journal moves out of it, since
+   * publish writes there. Call before the plugin starts; {@link #close} takes the filesystem down.
+   */
+  void dataOnAFilesystemOfItsOwn() throws IOException {
+    Path image = work.resolve("data.img");
+    SparseFiles.create(image, 512L << 20);
+    dataFilesystem = LoopDevices.attach(image, false);
+    Filesystems.formatIfEmpty(dataFilesystem.device(), FsType.EXT4, List.of());
+    Files.createDirectories(data);
+    Mounts.mount(dataFilesystem.device(), data, "ext4", Set.of(), "");
+    Path journal = work.resolve("journal");
+    UnaryOperator<Plugin.Settings> before = customize;
+    customize = s -> {
+      Plugin.Settings b = before.apply(s);
+      return new Plugin.Settings(b.driver(), b.socket(), b.nodeId(), b.dataDir(), journal, b.pluginName(),
+          b.maxVolumes(), b.options(), b.observe());
+    };
   }
 
   /** Loop devices backed by files in this fixture's data directory. */
@@ -169,6 +197,13 @@ final class PluginFixture implements AutoCloseable {
           LoopDevices.detach(l);
         }
       }
+    }
+    if (dataFilesystem != null) {
+      if (MountTable.isMountPoint(data)) {
+        Mounts.unmount(data);
+      }
+      LoopDevices.detach(dataFilesystem);
+      dataFilesystem = null;
     }
     if (ourMounts().isEmpty()) {
       backend.destroyStorage(work);

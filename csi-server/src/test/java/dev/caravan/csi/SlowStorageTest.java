@@ -10,20 +10,13 @@ import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
-import dev.caravan.storage.block.LoopDevice;
-import dev.caravan.storage.block.LoopDevices;
-import dev.caravan.storage.file.SparseFiles;
 import dev.caravan.storage.fs.Filesystems;
-import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.fs.Frozen;
 import dev.caravan.storage.mount.MountTable;
-import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -43,7 +36,6 @@ class SlowStorageTest {
   private static final VolumeCapability CAP = Caps.mount("ext4");
 
   private PluginFixture f;
-  private LoopDevice dataLoop;
   private ExecutorService clients;
 
   @AfterEach
@@ -53,13 +45,6 @@ class SlowStorageTest {
       clients.awaitTermination(30, TimeUnit.SECONDS);
     }
     if (f != null) {
-      f.stopPlugin();
-      if (MountTable.isMountPoint(f.data)) {
-        Mounts.unmount(f.data);
-      }
-      if (dataLoop != null) {
-        LoopDevices.detach(dataLoop);
-      }
       f.close();
     }
   }
@@ -68,17 +53,8 @@ class SlowStorageTest {
   void probeAndAnotherVolumesPublishAnswerWhileCreatesAreBlockedInTheKernel() throws Exception {
     Host.requireLoopAndExt4();
     f = PluginFixture.unstarted();
-    // The plugin's data directory is a filesystem of its own, so that it can be frozen; the journal
-    // lives elsewhere, as publish writes to it.
-    Path image = f.work.resolve("data.img");
-    SparseFiles.create(image, 512 * MIB);
-    dataLoop = LoopDevices.attach(image, false);
-    Filesystems.formatIfEmpty(dataLoop.device(), FsType.EXT4, List.of());
-    Files.createDirectories(f.data);
-    Mounts.mount(dataLoop.device(), f.data, "ext4", Set.of(), "");
-    Path journal = f.work.resolve("journal");
-    f.customize = s -> new Plugin.Settings(s.driver(), s.socket(), s.nodeId(), s.dataDir(), journal, s.pluginName(),
-        s.maxVolumes(), s.options(), s.observe());
+    // The plugin's data directory is a filesystem of its own, so that it can be frozen.
+    f.dataOnAFilesystemOfItsOwn();
     f.startPlugin();
 
     String other = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("other")
