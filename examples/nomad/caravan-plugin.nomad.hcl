@@ -12,7 +12,7 @@ variable "nomad_client_state_dir" {
 }
 
 variable "caravan_home" {
-  description = "Checkout or install directory containing bin/caravan and csi-server/target/caravan.jar."
+  description = "Where Caravan is: the unpacked distribution (bin/caravan), /usr/lib/caravan from the Debian package, or a built checkout."
   type        = string
   default     = "/opt/caravan"
 }
