@@ -118,7 +118,8 @@ final class ServeCommand implements Callable<Integer> {
       + " its subjectAltName must hold the node id as a DNS name. Re-read when it changes.")
   Path peerTlsCert;
 
-  @Option(names = "--peer-tls-key", description = "PEM PKCS#8 private key of --peer-tls-cert. Re-read when it changes.")
+  @Option(names = "--peer-tls-key", description = "PEM private key of --peer-tls-cert (PKCS#8, or OpenSSL's RSA/EC"
+      + " form; unencrypted). Re-read when it changes.")
   Path peerTlsKey;
 
   @Option(names = "--peer-tls-ca", description = "PEM CA certificate(s) every peer's certificate must chain to."
