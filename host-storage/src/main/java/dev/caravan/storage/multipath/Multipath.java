@@ -132,7 +132,7 @@ public final class Multipath {
   /**
    * Makes the map of {@code wwid} take the size its paths have now (multipathd's {@code resize map}):
    * after the LUN grew on the target and every path was rescanned. Returns false when there is no
-   * map; a map whose size did not change is left as it is.
+   * map; a map whose size already matches its paths is left as it is, without asking multipathd.
    *
    * @throws StorageException when multipathd refuses (e.g. its paths disagree on the size)
    */
@@ -140,6 +140,11 @@ public final class Multipath {
     Optional<DmMap> found = dmMap(wwid);
     if (found.isEmpty()) {
       return false;
+    }
+    if (sizeMatchesItsPaths(found.get())) {
+      // Nothing to do, and nothing to ask: multipathd can refuse a resize while it still sets up a
+      // map it has just made, which is exactly when a stage refreshes a freshly attached LUN.
+      return true;
     }
     String reply = multipathd.send("resize map " + found.get().name()).strip();
     if (!reply.equals("ok")) {
@@ -151,6 +156,20 @@ public final class Multipath {
 
   // ---------------------------------------------------------------------------------------------
   // sysfs
+
+  /** Whether the map's size (512-byte sectors, sysfs) is already that of each of its paths. */
+  private static boolean sizeMatchesItsPaths(DmMap map) {
+    Optional<String> size = Sysfs.attribute(SYS_BLOCK.resolve(map.kernelName()).resolve("size"));
+    if (size.isEmpty() || map.slaves().isEmpty()) {
+      return false;
+    }
+    for (String slave : map.slaves()) {
+      if (!size.equals(Sysfs.attribute(SYS_BLOCK.resolve(slave).resolve("size")))) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   /** A multipath map as sysfs shows it. */
   private record DmMap(
