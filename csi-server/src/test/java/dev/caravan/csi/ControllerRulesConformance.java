@@ -390,14 +390,18 @@ abstract class ControllerRulesConformance {
   private Set<String> whole(String id) {
     return switch (backend().driver()) {
       case "file" -> Set.of("volumes/" + id + ".img", "volumes/" + id + ".meta");
-      case "qnap" -> Set.of("lun:" + id.substring("qnap/v1/".length()), "target:" + id.substring("qnap/v1/".length()));
+      case "qnap" -> Set.of("lun:" + leaf(id), "target:" + leaf(id)); // a LUN and its target, named alike
       default -> Set.of(id.substring(id.indexOf('/', "local/v1/".length()) + 1)); // the zvol's dataset
     };
   }
 
   private Set<String> objectsOf(String id) throws IOException {
-    String leaf = id.substring(id.lastIndexOf('/') + 1);
-    return f.storageObjects().stream().filter(o -> o.contains(leaf)).collect(Collectors.toCollection(TreeSet::new));
+    return f.storageObjects().stream().filter(o -> o.contains(leaf(id))).collect(Collectors.toCollection(TreeSet::new));
+  }
+
+  /** The last part of a volume id: what the backend names the volume's objects after. */
+  private static String leaf(String id) {
+    return id.substring(id.lastIndexOf('/') + 1);
   }
 
   // ---- rule 4: in use and published, from the node's journal, for every access type -----------

@@ -59,17 +59,13 @@ abstract class FailoverConformance {
     Host.requireLoopAndExt4();
     f = PluginFixture.start(backend());
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("task-crash", cap);
-    Path staging = f.dir("staging/task-crash");
-    Path first = f.dir("per-alloc/a1").resolve("task-crash");
+    InUse v = inUse("task-crash", cap);
+    String id = v.id();
+    Path staging = v.staging();
+    Path first = v.target();
     Path second = f.dir("per-alloc/a2").resolve("task-crash");
-    stage(id, staging, cap);
     MountEntry stageMount = MountTable.at(staging).orElseThrow();
-    publish(id, staging, first, cap);
-
-    RecordLog.Writer task = RecordLog.start(first.resolve("records"), 1);
-    task.awaitDurable(BEFORE, WRITES);
-    long durable = task.stop(); // the task dies between two records
+    long durable = v.task().stop(); // the task dies between two records
     long crashed = System.nanoTime();
 
     unpublish(id, first);
@@ -103,19 +99,15 @@ abstract class FailoverConformance {
     Host.requireLoopAndExt4();
     f = PluginFixture.unstarted(backend());
     VolumeCapability cap = Caps.mount("ext4");
-    Path staging = f.dir("staging/plugin-kill");
-    Path target = f.dir("per-alloc/a1").resolve("plugin-kill");
-    String id;
-    RecordLog.Writer task;
+    InUse v;
     try (PluginProcess plugin = PluginProcess.start(f)) {
-      id = create("plugin-kill", cap);
-      stage(id, staging, cap);
-      publish(id, staging, target, cap);
-      task = RecordLog.start(target.resolve("records"), 1);
-      task.awaitDurable(BEFORE, WRITES);
+      v = inUse("plugin-kill", cap);
       assertThat(plugin.kill()).isEqualTo(137);
     }
-    try (task) {
+    String id = v.id();
+    Path staging = v.staging();
+    Path target = v.target();
+    try (RecordLog.Writer task = v.task()) {
       long atKill = task.durable();
       task.awaitDurable(atKill + AFTER, WRITES); // no plugin runs now
       assertThat(MountTable.isMountPoint(staging)).isTrue();
@@ -151,14 +143,11 @@ abstract class FailoverConformance {
     Host.requireLoopAndExt4();
     f = PluginFixture.start(backend());
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("plugin-down", cap);
-    Path staging = f.dir("staging/plugin-down");
-    Path target = f.dir("per-alloc/a1").resolve("plugin-down");
-    stage(id, staging, cap);
-    publish(id, staging, target, cap);
-    RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
-    task.awaitDurable(BEFORE, WRITES);
-    long total = task.stop();
+    InUse v = inUse("plugin-down", cap);
+    String id = v.id();
+    Path staging = v.staging();
+    Path target = v.target();
+    long total = v.task().stop();
 
     f.stopPlugin();
     long down = System.nanoTime();
@@ -177,6 +166,21 @@ abstract class FailoverConformance {
     FailoverReport.record(5, backend().driver(), "node plugin down at unpublish: UNAVAILABLE, nothing changed;"
         + " the retry finished (time: the plugin's stop to the retried unpublish's answer, its restart included)",
         recovery);
+  }
+
+  /** A volume in use as Nomad leaves it for a running task: made, staged, published, its writer past {@link #BEFORE}. */
+  record InUse(String id, Path staging, Path target, RecordLog.Writer task) {}
+
+  /** Makes {@code name}, stages and publishes it for allocation a1, and starts the task's writer there. */
+  InUse inUse(String name, VolumeCapability cap) throws Exception {
+    String id = create(name, cap);
+    Path staging = f.dir("staging/" + name);
+    Path target = f.dir("per-alloc/a1").resolve(name);
+    stage(id, staging, cap);
+    publish(id, staging, target, cap);
+    RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
+    task.awaitDurable(BEFORE, WRITES);
+    return new InUse(id, staging, target, task);
   }
 
   /** Stages the volume again, as the next allocation would, and checks every fsynced record is there. */

@@ -5,6 +5,7 @@ import static dev.caravan.csi.GrpcOutcomes.code;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.ProbeRequest;
@@ -58,13 +59,11 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
     f.startPlugin();
 
     VolumeCapability cap = Caps.mount("ext4");
-    String id = create("in-use", cap);
-    Path staging = f.dir("staging/in-use");
-    Path target = f.dir("per-alloc/a1").resolve("in-use");
-    stage(id, staging, cap);
-    publish(id, staging, target, cap);
-    RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
-    task.awaitDurable(BEFORE, WRITES);
+    InUse v = inUse("in-use", cap);
+    String id = v.id();
+    Path staging = v.staging();
+    Path target = v.target();
+    RecordLog.Writer task = v.task();
 
     CreateVolumeRequest late = CreateVolumeRequest.newBuilder().setName("late").addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(64 * MIB)).build();
@@ -95,7 +94,7 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
     unpublish(id, target);
     unstage(id, staging);
     verifyAfterRestage(id, staging, cap, total);
-    f.controller.deleteVolume(dev.caravan.csi.v1.DeleteVolumeRequest.newBuilder().setVolumeId(created).build());
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(created).build());
     deleteAndExpectNothingLeft(id);
     FailoverReport.record(7, backend().driver(), "storage stalled (data filesystem frozen): creates timed out or were"
         + " ABORTED, never a false OK; Probe answered; the workload waited; after the thaw the retried create found"
