@@ -48,14 +48,35 @@ public final class Iscsi {
   private static final Duration POLL = Duration.ofMillis(100);
 
   private final Iscsiadm iscsiadm;
+  /** The open-iscsi interface every login, record and session look-up goes through; empty: iscsid's default. */
+  private final Optional<String> iface;
 
-  private Iscsi(Iscsiadm iscsiadm) {
+  private Iscsi(Iscsiadm iscsiadm, Optional<String> iface) {
     this.iscsiadm = iscsiadm;
+    this.iface = iface;
   }
 
   /** The host's open-iscsi: {@code iscsiadm} from PATH, each run given 60 seconds. */
   public static Iscsi system() {
-    return new Iscsi(new Iscsiadm("iscsiadm", DEFAULT_TIMEOUT));
+    return new Iscsi(new Iscsiadm("iscsiadm", DEFAULT_TIMEOUT), Optional.empty());
+  }
+
+  /**
+   * The same initiator, logging in through the open-iscsi interface {@code iface} (a record in
+   * {@code /etc/iscsi/ifaces}, see {@link #defineIface}): discovery, logins, node records and the
+   * session look-ups of this object are then that interface's only, and {@link #initiatorName()} is
+   * its initiator name. {@code default} is iscsid's own interface, the host's identity: the same as
+   * {@link #system()}. What other interfaces do is left alone, so two users of one host with
+   * interfaces of their own never log each other out.
+   */
+  public Iscsi through(String iface) {
+    IscsiIfaces.requireName(iface);
+    return new Iscsi(iscsiadm, iface.equals("default") ? Optional.empty() : Optional.of(iface));
+  }
+
+  /** The interface this object logs in through; empty for iscsid's default (the host's identity). */
+  public Optional<String> iface() {
+    return iface;
   }
 
   /**
@@ -66,11 +87,27 @@ public final class Iscsi {
     if (timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive: " + timeout);
     }
-    return new Iscsi(new Iscsiadm("iscsiadm", timeout));
+    return new Iscsi(new Iscsiadm("iscsiadm", timeout), iface);
   }
 
-  /** This host's initiator name, from {@code /etc/iscsi/initiatorname.iscsi}. */
+  /**
+   * The initiator name this object logs in with: the interface's {@code iface.initiatorname} when
+   * it goes through one that sets it, else this host's, from {@code /etc/iscsi/initiatorname.iscsi}.
+   *
+   * @throws StorageException when the interface has no record (iscsiadm would refuse every login
+   *     through it), or the host's name cannot be read
+   */
   public String initiatorName() {
+    if (iface.isPresent()) {
+      if (IscsiIfaces.record(IscsiIfaces.IFACES, iface.get()).isEmpty()) {
+        throw new StorageException("the iSCSI interface '" + iface.get() + "' has no record in " + IscsiIfaces.IFACES
+            + " (create it: iscsiadm -m iface -I " + iface.get() + " -o new, then set iface.initiatorname)");
+      }
+      Optional<String> own = IscsiIfaces.value(IscsiIfaces.IFACES, iface.get(), IscsiIfaces.INITIATOR_NAME);
+      if (own.isPresent()) {
+        return own.get();
+      }
+    }
     try {
       return Files.readAllLines(INITIATOR_NAME, StandardCharsets.UTF_8).stream()
           .map(String::strip)
@@ -94,7 +131,7 @@ public final class Iscsi {
     Objects.requireNonNull(portal, "portal");
     try {
       return iscsiadm
-          .run(iscsiadm.discover(portal), Iscsiadm.NO_OBJS_FOUND)
+          .run(Iscsiadm.through(iscsiadm.discover(portal), iface), Iscsiadm.NO_OBJS_FOUND)
           .map(Iscsiadm::parseDiscovery)
           .orElse(List.of());
     } catch (ToolException e) {
@@ -125,7 +162,7 @@ public final class Iscsi {
     }
     List<NodeRecord> records = nodes(target, portal);
     if (records.isEmpty()) {
-      iscsiadm.run(iscsiadm.newNode(target, portal));
+      iscsiadm.run(Iscsiadm.through(iscsiadm.newNode(target, portal), iface));
       records = nodes(target, portal);
       if (records.isEmpty()) {
         throw new StorageException(
@@ -136,7 +173,7 @@ public final class Iscsi {
       NodeRecordFiles.apply(NodeRecordFiles.NODES, record, chap);
     }
     try {
-      return iscsiadm.run(iscsiadm.login(target, portal), Iscsiadm.SESS_EXISTS).isPresent()
+      return iscsiadm.run(Iscsiadm.through(iscsiadm.login(target, portal), iface), Iscsiadm.SESS_EXISTS).isPresent()
           ? LoginOutcome.LOGGED_IN
           : LoginOutcome.ALREADY_LOGGED_IN;
     } catch (ToolException e) {
@@ -189,9 +226,75 @@ public final class Iscsi {
     return List.copyOf(sessions);
   }
 
-  /** The session to {@code target} through {@code portal}, if there is one. */
+  /**
+   * The session to {@code target} through {@code portal}, if there is one (through this object's
+   * interface, when it has one).
+   */
   public Optional<IscsiSession> session(String target, Portal portal) {
-    return sessions().stream().filter(s -> s.isTo(target, portal)).findFirst();
+    return sessions().stream().filter(s -> s.isTo(target, portal) && isOurs(s.iface())).findFirst();
+  }
+
+  /** Whether a session or record of interface {@code name} is this object's to use. */
+  private boolean isOurs(String name) {
+    return iface.isEmpty() || iface.get().equals(name);
+  }
+
+  /**
+   * The initiator name {@code session} logged in with, as the kernel recorded it ({@code
+   * /sys/class/iscsi_session/session<sid>/initiatorname}): what the target's ACL admitted. Empty
+   * when the session has ended.
+   */
+  public Optional<String> initiatorName(IscsiSession session) {
+    Path file = SESSIONS.resolve("session" + session.sid()).resolve("initiatorname");
+    try {
+      String name = Files.readString(file, StandardCharsets.UTF_8).strip();
+      return name.isEmpty() || name.equals("(null)") ? Optional.empty() : Optional.of(name);
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new StorageException("cannot read " + file + ": " + e, e);
+    }
+  }
+
+  /**
+   * Makes the interface record {@code name} log in as {@code initiatorName}: creates the record
+   * (software iSCSI over TCP) when it is missing, and sets its initiator name when it differs.
+   * Returns whether anything changed. Sessions already logged in through it keep the name they
+   * logged in with.
+   */
+  public boolean defineIface(String name, String initiatorName) {
+    IscsiIfaces.requireName(name);
+    if (IscsiIfaces.BUILT_IN.contains(name)) {
+      throw new IllegalArgumentException("'" + name + "' is iscsid's built-in interface, whose initiator name is the"
+          + " host's (" + INITIATOR_NAME + "): give another interface name");
+    }
+    requireName(initiatorName);
+    boolean changed = false;
+    if (IscsiIfaces.record(IscsiIfaces.IFACES, name).isEmpty()) {
+      iscsiadm.run(iscsiadm.newIface(name));
+      changed = true;
+    }
+    if (IscsiIfaces.value(IscsiIfaces.IFACES, name, IscsiIfaces.TRANSPORT).isEmpty()) {
+      iscsiadm.run(iscsiadm.updateIface(name, IscsiIfaces.TRANSPORT, "tcp"));
+      changed = true;
+    }
+    if (!IscsiIfaces.value(IscsiIfaces.IFACES, name, IscsiIfaces.INITIATOR_NAME).equals(Optional.of(initiatorName))) {
+      iscsiadm.run(iscsiadm.updateIface(name, IscsiIfaces.INITIATOR_NAME, initiatorName));
+      changed = true;
+    }
+    return changed;
+  }
+
+  /**
+   * Deletes the interface record {@code name}; false when there was none. Node records made through
+   * it go with it (iscsiadm deletes them); sessions keep running.
+   */
+  public boolean deleteIface(String name) {
+    IscsiIfaces.requireName(name);
+    if (IscsiIfaces.record(IscsiIfaces.IFACES, name).isEmpty()) {
+      return false;
+    }
+    return iscsiadm.run(iscsiadm.deleteIface(name), Iscsiadm.NO_OBJS_FOUND).isPresent();
   }
 
   /** Every record in the node database. */
@@ -207,7 +310,7 @@ public final class Iscsi {
 
   private List<NodeRecord> nodes(String target, Portal portal) {
     return nodes().stream()
-        .filter(r -> r.target().equals(target) && r.portal().equals(portal))
+        .filter(r -> r.target().equals(target) && r.portal().equals(portal) && isOurs(r.iface()))
         .toList();
   }
 
@@ -220,7 +323,8 @@ public final class Iscsi {
     if (nodes(target, portal).isEmpty()) {
       return false;
     }
-    return iscsiadm.run(iscsiadm.deleteNode(target, portal), Iscsiadm.NO_OBJS_FOUND).isPresent();
+    return iscsiadm.run(Iscsiadm.through(iscsiadm.deleteNode(target, portal), iface), Iscsiadm.NO_OBJS_FOUND)
+        .isPresent();
   }
 
   /**

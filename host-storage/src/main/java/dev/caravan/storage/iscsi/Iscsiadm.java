@@ -58,6 +58,33 @@ final class Iscsiadm {
     return command("-m", "session", "-r", Integer.toString(sid), "--logout");
   }
 
+  /** The same command through the open-iscsi interface {@code iface} (its own initiator name, NIC). */
+  static List<String> through(List<String> command, Optional<String> iface) {
+    if (iface.isEmpty()) {
+      return command;
+    }
+    List<String> with = new ArrayList<>(command);
+    // iscsiadm reads -I anywhere; before a trailing --login it reads as the command line a person types.
+    int at = with.get(with.size() - 1).startsWith("--") ? with.size() - 1 : with.size();
+    with.add(at, iface.get());
+    with.add(at, "-I");
+    return List.copyOf(with);
+  }
+
+  /** A new interface record {@code /etc/iscsi/ifaces/<name>} with iscsid's defaults (software TCP). */
+  List<String> newIface(String name) {
+    return command("-m", "iface", "-I", name, "-o", "new");
+  }
+
+  /** Sets one value of an interface record (never a secret: an initiator name, a transport). */
+  List<String> updateIface(String name, String key, String value) {
+    return command("-m", "iface", "-I", name, "-o", "update", "-n", key, "-v", value);
+  }
+
+  List<String> deleteIface(String name) {
+    return command("-m", "iface", "-I", name, "-o", "delete");
+  }
+
   private List<String> command(String... arguments) {
     List<String> command = new ArrayList<>(arguments.length + 1);
     command.add(binary);

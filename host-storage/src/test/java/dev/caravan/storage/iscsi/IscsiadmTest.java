@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.caravan.storage.iscsi.IscsiLoginException.Reason;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class IscsiadmTest {
@@ -25,6 +26,33 @@ class IscsiadmTest {
         .containsExactly("iscsiadm", "-m", "node", "-o", "new", "-T", iqn, "-p", "192.0.2.10:3260");
     assertThat(iscsiadm.deleteNode(iqn, portal))
         .containsExactly("iscsiadm", "-m", "node", "-o", "delete", "-T", iqn, "-p", "192.0.2.10:3260");
+  }
+
+  @Test
+  void anInterfaceIsNamedBeforeTheActionAndOnlyWhenGiven() {
+    String iqn = "iqn.2004-04.com.qnap:ts-873a:iscsi.vol1.abc";
+    assertThat(Iscsiadm.through(iscsiadm.login(iqn, portal), Optional.of("caravan-b")))
+        .containsExactly(
+            "iscsiadm", "-m", "node", "-T", iqn, "-p", "192.0.2.10:3260", "-I", "caravan-b", "--login");
+    assertThat(Iscsiadm.through(iscsiadm.newNode(iqn, portal), Optional.of("caravan-b")))
+        .containsExactly(
+            "iscsiadm", "-m", "node", "-o", "new", "-T", iqn, "-p", "192.0.2.10:3260", "-I", "caravan-b");
+    assertThat(Iscsiadm.through(iscsiadm.discover(portal), Optional.of("caravan-b")))
+        .containsExactly("iscsiadm", "-m", "discovery", "-t", "sendtargets", "-p", "192.0.2.10:3260", "-o",
+            "nonpersistent", "-I", "caravan-b");
+    assertThat(Iscsiadm.through(iscsiadm.deleteNode(iqn, portal), Optional.empty()))
+        .isEqualTo(iscsiadm.deleteNode(iqn, portal));
+  }
+
+  @Test
+  void interfaceRecordsAreMadeAndSetByName() {
+    assertThat(iscsiadm.newIface("caravan-b"))
+        .containsExactly("iscsiadm", "-m", "iface", "-I", "caravan-b", "-o", "new");
+    assertThat(iscsiadm.updateIface("caravan-b", "iface.initiatorname", "iqn.2026-01.dev.caravan:b"))
+        .containsExactly("iscsiadm", "-m", "iface", "-I", "caravan-b", "-o", "update", "-n",
+            "iface.initiatorname", "-v", "iqn.2026-01.dev.caravan:b");
+    assertThat(iscsiadm.deleteIface("caravan-b"))
+        .containsExactly("iscsiadm", "-m", "iface", "-I", "caravan-b", "-o", "delete");
   }
 
   @Test
