@@ -100,6 +100,11 @@ final class RecordLog {
       });
     }
 
+    /** Whether a write or fsync failed (the writer has stopped and closed the file). */
+    boolean failed() {
+      return failure.get() != null && !thread.isAlive();
+    }
+
     /** How many records are in the file and fsynced, counting those before this writer started. */
     long durable() {
       return durable.get();

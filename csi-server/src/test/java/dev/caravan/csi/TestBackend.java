@@ -317,9 +317,28 @@ abstract class TestBackend {
         new java.util.concurrent.ConcurrentHashMap<>();
 
     private final boolean lio;
+    /** A second node's backend: the appliance of this work directory, its own node id and iSCSI interface. */
+    private final Optional<Path> shared;
+    private final Optional<String> node;
+    private final Optional<String> iface;
 
     QnapTestBackend(boolean lio) {
+      this(lio, Optional.empty(), Optional.empty(), Optional.empty());
+    }
+
+    private QnapTestBackend(boolean lio, Optional<Path> shared, Optional<String> node, Optional<String> iface) {
       this.lio = lio;
+      this.shared = shared;
+      this.node = node;
+      this.iface = iface;
+    }
+
+    /**
+     * Another node on the appliance of {@code work} (the first node's fixture owns and closes it): node id
+     * {@code nodeId}, logging in through the open-iscsi interface {@code iface} (qnap.iscsi-iface).
+     */
+    QnapTestBackend secondNode(Path work, String nodeId, String iface) {
+      return new QnapTestBackend(lio, Optional.of(work), Optional.of(nodeId), Optional.of(iface));
     }
 
     @Override
@@ -367,7 +386,8 @@ abstract class TestBackend {
     @Override
     Map<String, String> options(Path work) {
       try {
-        return appliance(work).options(lio ? LIO_PORTALS : List.of("192.0.2.10:3260", "192.0.2.11:3260"), Map.of());
+        return appliance(shared.orElse(work)).options(lio ? LIO_PORTALS : List.of("192.0.2.10:3260", "192.0.2.11:3260"),
+            iface.map(i -> Map.of("iscsi-iface", i)).orElse(Map.of()));
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -375,13 +395,13 @@ abstract class TestBackend {
 
     @Override
     Set<String> storageObjects(Path work) {
-      SimulatedAppliance a = APPLIANCES.get(work);
+      SimulatedAppliance a = APPLIANCES.get(shared.orElse(work));
       return a == null ? Set.of() : a.objects();
     }
 
     @Override
     long storedSize(Path work, String volumeId) {
-      return appliance(work).lunBytes(volumeId);
+      return appliance(shared.orElse(work)).lunBytes(volumeId);
     }
 
     @Override
@@ -401,6 +421,9 @@ abstract class TestBackend {
 
     @Override
     void destroyStorage(Path work) {
+      if (shared.isPresent()) {
+        return; // the first node's fixture stops the appliance
+      }
       SimulatedAppliance a = APPLIANCES.remove(work);
       if (a != null) {
         a.close();
@@ -440,6 +463,9 @@ abstract class TestBackend {
     /** On LIO, this host's initiator name: the ACL admits it, so it must be the node id. */
     @Override
     String nodeId() {
+      if (node.isPresent()) {
+        return node.get();
+      }
       return lio ? dev.caravan.storage.iscsi.Iscsi.system().initiatorName() : INITIATOR;
     }
 

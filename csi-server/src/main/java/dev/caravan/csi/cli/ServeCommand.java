@@ -55,8 +55,15 @@ final class ServeCommand implements Callable<Integer> {
   String endpoint;
 
   @Option(names = "--node-id", description = "CSI node id (default: $CSI_NODE_ID, else for qnap this node's iSCSI"
-      + " initiator name from /etc/iscsi/initiatorname.iscsi, which the appliance's ACL admits, else the hostname).")
+      + " initiator name, which the appliance's ACL admits: --iscsi-iface's iface.initiatorname, else"
+      + " /etc/iscsi/initiatorname.iscsi; else the hostname).")
   String nodeId;
+
+  @Option(names = "--iscsi-iface", paramLabel = "NAME", description = "qnap only: log in through this open-iscsi"
+      + " interface, a record in /etc/iscsi/ifaces (iscsiadm -m iface -I NAME -o new), e.g. on a node with several"
+      + " NICs or initiator identities; the node id then defaults to its iface.initiatorname (default: iscsid's"
+      + " default interface, the host's identity). Same as qnap.iscsi-iface.")
+  String iscsiIface;
 
   @Option(names = "--data-dir", description = "State directory (default: /var/lib/caravan/<driver>).")
   Path dataDir;
@@ -170,12 +177,25 @@ final class ServeCommand implements Callable<Integer> {
     } catch (IllegalArgumentException e) {
       return usage("--endpoint", e.getMessage());
     }
+    if (iscsiIface != null) {
+      if (!drv.equals("qnap")) {
+        return usage("--iscsi-iface", "only the qnap driver logs in over iSCSI, not '" + drv + "'");
+      }
+      try {
+        Iscsi.system().through(iscsiIface);
+      } catch (IllegalArgumentException e) {
+        return usage("--iscsi-iface", e.getMessage());
+      }
+      Map<String, String> options = new HashMap<>(backendOptions);
+      options.put("iscsi-iface", iscsiIface);
+      backendOptions = Map.copyOf(options);
+    }
     String node;
     try {
       node = nodeId(drv);
     } catch (StorageException e) {
-      return usage("--node-id", "the qnap driver's node id is this node's iSCSI initiator name, and " + e.getMessage()
-          + "; install open-iscsi or give --node-id");
+      return usage(iscsiIface != null ? "--iscsi-iface" : "--node-id", "the qnap driver's node id is this node's"
+          + " iSCSI initiator name, and " + e.getMessage() + "; install open-iscsi or give --node-id");
     }
     Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/" + drv);
     String name = first(pluginName, null, IdentityService.defaultName(drv));
@@ -294,14 +314,21 @@ final class ServeCommand implements Callable<Integer> {
 
   /**
    * The node id: the flag, else Nomad's CSI_NODE_ID, else what identifies the node to its storage:
-   * for qnap the initiator name (its node ids are what the targets' ACLs admit), else the hostname.
+   * for qnap the initiator name it logs in with (its node ids are what the targets' ACLs admit): its
+   * interface's, when it logs in through one ({@code --iscsi-iface} or {@code qnap.iscsi-iface}),
+   * else the host's; else the hostname.
    */
   String nodeId(String drv) {
     String given = first(nodeId, env("CSI_NODE_ID"), null);
     if (given != null) {
       return given;
     }
-    return drv.equals("qnap") ? Iscsi.system().initiatorName() : hostname();
+    if (!drv.equals("qnap")) {
+      return hostname();
+    }
+    String iface = backendOptions.get("iscsi-iface");
+    return iface == null || iface.isBlank() ? Iscsi.system().initiatorName()
+        : Iscsi.system().through(iface.strip()).initiatorName();
   }
 
   private static String hostname() {

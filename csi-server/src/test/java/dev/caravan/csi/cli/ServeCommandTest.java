@@ -36,6 +36,30 @@ class ServeCommandTest {
   }
 
   @Test
+  void anIscsiIfaceIsForQnapOnlyAndMustExistBeforeStarting(@TempDir Path dir) throws Exception {
+    assumeTrue(System.getenv("CSI_NODE_ID") == null, "CSI_NODE_ID in the environment names the node");
+    String[] common = {"--endpoint=unix://" + dir.resolve("csi.sock"), "--http-listen=off",
+        "--data-dir=" + dir.resolve("data")};
+    ServeCommand file = new ServeCommand();
+    new CommandLine(file).parseArgs(concat(common, "--driver=file", "--iscsi-iface=caravan-b"));
+    assertThat(file.call()).as("not a qnap driver").isEqualTo(2);
+    ServeCommand bad = new ServeCommand();
+    new CommandLine(bad).parseArgs(concat(common, "--driver=qnap", "--iscsi-iface=../etc"));
+    assertThat(bad.call()).as("not an interface name").isEqualTo(2);
+    ServeCommand absent = new ServeCommand();
+    new CommandLine(absent).parseArgs(concat(common, "--driver=qnap", "--iscsi-iface=caravan-test-absent-iface"));
+    assertThat(Path.of("/etc/iscsi/ifaces/caravan-test-absent-iface")).doesNotExist();
+    assertThat(absent.call()).as("an interface with no record has no initiator name to be the node id").isEqualTo(2);
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+    assertThat(new CommandLine(new ServeCommand()).getUsageMessage().replaceAll("\\s+", " "))
+        .contains("--iscsi-iface=NAME", "/etc/iscsi/ifaces", "initiatorname");
+  }
+
+  private static String[] concat(String[] a, String... b) {
+    return java.util.stream.Stream.concat(java.util.Arrays.stream(a), java.util.Arrays.stream(b)).toArray(String[]::new);
+  }
+
+  @Test
   void theQnapDriverSaysWhatItServes() {
     String usage = new CommandLine(new ServeCommand()).getUsageMessage().replaceAll("\\s+", " ");
     assertThat(usage).contains("qnap").contains("initiator").contains("multipath").doesNotContain("UNIMPLEMENTED")

@@ -65,16 +65,16 @@ public final class Iscsi {
    * The same initiator, logging in through the open-iscsi interface {@code iface} (a record in
    * {@code /etc/iscsi/ifaces}, see {@link #defineIface}): discovery, logins, node records and the
    * session look-ups of this object are then that interface's only, and {@link #initiatorName()} is
-   * its initiator name. {@code default} is iscsid's own interface, the host's identity: the same as
-   * {@link #system()}. What other interfaces do is left alone, so two users of one host with
-   * interfaces of their own never log each other out.
+   * its initiator name. {@code default} is iscsid's own interface, the host's identity. What other
+   * interfaces do is left alone, so two users of one host with interfaces of their own never log
+   * each other out. ({@link #system()} itself goes through {@code default} but sees every session.)
    */
   public Iscsi through(String iface) {
     IscsiIfaces.requireName(iface);
-    return new Iscsi(iscsiadm, iface.equals("default") ? Optional.empty() : Optional.of(iface));
+    return new Iscsi(iscsiadm, Optional.of(iface));
   }
 
-  /** The interface this object logs in through; empty for iscsid's default (the host's identity). */
+  /** The interface this object is limited to; empty for {@link #system()}, which sees every one. */
   public Optional<String> iface() {
     return iface;
   }
@@ -98,7 +98,7 @@ public final class Iscsi {
    *     through it), or the host's name cannot be read
    */
   public String initiatorName() {
-    if (iface.isPresent()) {
+    if (iface.isPresent() && !IscsiIfaces.BUILT_IN.contains(iface.get())) {
       if (IscsiIfaces.record(IscsiIfaces.IFACES, iface.get()).isEmpty()) {
         throw new StorageException("the iSCSI interface '" + iface.get() + "' has no record in " + IscsiIfaces.IFACES
             + " (create it: iscsiadm -m iface -I " + iface.get() + " -o new, then set iface.initiatorname)");

@@ -66,7 +66,8 @@ class IscsiIfacesTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("built-in");
     assertThatThrownBy(() -> iscsi.defineIface("caravan-b", "not an iqn"))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("is not an iSCSI name");
-    assertThat(iscsi.through("default").iface()).as("default is the host's own identity").isEmpty();
+    assertThat(Iscsi.system().iface()).as("system() is limited to no interface").isEmpty();
+    assertThat(iscsi.through("default").iface()).contains("default");
     assertThat(iscsi.through("caravan-b").iface()).contains("caravan-b");
     assertThatThrownBy(() -> iscsi.through("../x")).isInstanceOf(IllegalArgumentException.class);
   }

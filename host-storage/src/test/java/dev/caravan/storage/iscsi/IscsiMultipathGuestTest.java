@@ -243,6 +243,60 @@ class IscsiMultipathGuestTest {
     }
   }
 
+  /**
+   * One host, two initiators: an interface record with its own initiator name logs in where the
+   * target's ACL admits only that name, the host's own identity is refused there, and the kernel's
+   * session says which name it logged in with. Logout and record deletion through the interface
+   * leave nothing of it behind.
+   */
+  @Test
+  void anInterfaceWithItsOwnInitiatorNameLogsInAsThatInitiator() throws IOException {
+    String name = "caravan-guest-b";
+    String second = "iqn.2003-01.dev.caravan.test:second-initiator";
+    Iscsi b = iscsi.through(name);
+    try (LioTarget target = LioTarget.create("iface", SIZE, dir, List.of(GuestIscsi.PORTAL_1))) {
+      target.allow(second);
+      String iqn = target.iqn();
+      try {
+        assertThat(iscsi.defineIface(name, second)).as("a new record").isTrue();
+        assertThat(iscsi.defineIface(name, second)).as("the second time: nothing to change").isFalse();
+        assertThat(b.initiatorName()).isEqualTo(second);
+        assertThat(iscsi.initiatorName()).as("the host's own name stays").isNotEqualTo(second);
+        step("iface record");
+
+        assertThatThrownBy(() -> iscsi.login(iqn, P1, Optional.empty()))
+            .as("the host's own identity is not in the ACL")
+            .isInstanceOfSatisfying(IscsiLoginException.class,
+                e -> assertThat(e.reason()).isIn(Reason.REFUSED, Reason.AUTHENTICATION_FAILED));
+        iscsi.deleteNode(iqn, P1);
+        assertThat(b.discover(P1)).as("discovery through the interface")
+            .anyMatch(t -> t.target().equals(iqn));
+        assertThat(b.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.LOGGED_IN);
+        assertThat(b.login(iqn, P1, Optional.empty())).isEqualTo(LoginOutcome.ALREADY_LOGGED_IN);
+        IscsiSession session = b.session(iqn, P1).orElseThrow();
+        assertThat(session.iface()).isEqualTo(name);
+        assertThat(b.initiatorName(session)).contains(second);
+        assertThat(iscsi.session(iqn, P1)).as("system() sees every interface's sessions").contains(session);
+        assertThat(iscsi.through("default").session(iqn, P1)).as("the default interface's look-up does not").isEmpty();
+        assertThat(iscsi.through("default").initiatorName()).isEqualTo(iscsi.initiatorName());
+        step("login through the iface");
+        awaitDisk(session);
+
+        assertThat(b.logout(iqn, P1)).isTrue();
+        assertThat(b.session(iqn, P1)).isEmpty();
+        assertThat(b.deleteNode(iqn, P1)).isTrue();
+        assertThat(iscsi.nodes()).noneMatch(r -> r.target().equals(iqn));
+        step("logout through the iface");
+      } finally {
+        b.logout(iqn, P1);
+        b.deleteNode(iqn, P1);
+        iscsi.deleteNode(iqn, P1);
+        iscsi.deleteIface(name);
+      }
+      assertThat(Files.exists(Path.of("/etc/iscsi/ifaces", name))).as("the record is deleted").isFalse();
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
 
   private String recordText(String iqn, Portal portal) throws IOException {

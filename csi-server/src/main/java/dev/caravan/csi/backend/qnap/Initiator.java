@@ -30,9 +30,19 @@ final class Initiator {
     this.multipath = multipath;
   }
 
-  /** The host's open-iscsi and multipathd, each iscsiadm run given {@code timeout}. */
-  static Initiator system(Duration timeout) {
-    return new Initiator(Iscsi.system().withTimeout(timeout), Multipath.system());
+  /**
+   * The host's open-iscsi and multipathd, each iscsiadm run given {@code timeout}; logins, node
+   * records and session look-ups through {@code iface} when given (else through iscsid's default
+   * interface, seeing every session, as before interfaces were configurable).
+   */
+  static Initiator system(Duration timeout, Optional<String> iface) {
+    Iscsi iscsi = Iscsi.system().withTimeout(timeout);
+    return new Initiator(iface.map(iscsi::through).orElse(iscsi), Multipath.system());
+  }
+
+  /** The initiator name this node logs in with (its interface's, or the host's). */
+  String initiatorName() {
+    return iscsi.initiatorName();
   }
 
   LoginOutcome login(String target, String portal, Optional<Chap> chap) {

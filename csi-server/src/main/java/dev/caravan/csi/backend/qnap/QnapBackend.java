@@ -2,11 +2,13 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Readiness;
 import java.time.Clock;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -45,6 +47,15 @@ public final class QnapBackend implements Backend {
     QnapConfig config = QnapConfig.parse(backendConfig.options());
     Credentials credentials = Credentials.load(config.credentialsFile(), env);
     Http http = Http.open(config);
+    Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
+    if (config.iscsiIface().isPresent()) {
+      try {
+        LOG.log(System.Logger.Level.INFO, "qnap: the node side logs in through iSCSI interface {0} as {1}",
+            config.iscsiIface().get(), initiator.initiatorName());
+      } catch (dev.caravan.storage.StorageException e) {
+        throw new IllegalStateException("qnap.iscsi-iface: " + e.getMessage(), e);
+      }
+    }
     Session session = new Session(http, credentials, config.loginRetry(), Clock.systemUTC());
     QnapApi api;
     String transport;
@@ -76,7 +87,7 @@ public final class QnapBackend implements Backend {
       default -> throw new IllegalStateException("unreachable");
     }
     return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()),
-        new QnapNode(Initiator.system(ISCSIADM_TIMEOUT), DEVICE_WAIT));
+        new QnapNode(initiator, DEVICE_WAIT));
   }
 
   @Override
@@ -92,6 +103,25 @@ public final class QnapBackend implements Backend {
   @Override
   public NodeBackend node() {
     return node;
+  }
+
+  /**
+   * The default evidence, and the provider's attachment record: {@code publishedTo}, the initiators
+   * the volume's target admits (the node ids it is ControllerPublished to), read from the appliance.
+   * A replacement node whose publish is refused finds here which node holds the volume.
+   */
+  @Override
+  public BackendObject describe(String volumeId) {
+    BackendObject base = Backend.super.describe(volumeId);
+    Map<String, String> properties = new LinkedHashMap<>(base.properties());
+    try {
+      controller.volumeStatus(volumeId)
+          .ifPresent(s -> properties.put("publishedTo", String.join(",", s.attachedNodes())));
+    } catch (CsiException e) {
+      properties.put("publishedToError", e.getMessage());
+    }
+    return new BackendObject(base.kind(), base.location(), base.exists(), properties, base.snapshots(),
+        base.attachedDevice());
   }
 
   @Override

@@ -37,7 +37,11 @@ import java.util.regex.Pattern;
  *       hero copy-on-write clones of snapshots, which keep their snapshot alive);
  *   <li>{@code request-timeout-seconds} (default 30), {@code ready-timeout-seconds} (how long
  *       asynchronous appliance work is polled, default 120), {@code login-retry-seconds} (how long a
- *       refused login is not retried, default 300).
+ *       refused login is not retried, default 300);
+ *   <li>{@code iscsi-iface}: the open-iscsi interface ({@code /etc/iscsi/ifaces/<name>}) the node side
+ *       logs in through, for a node with several NICs or initiator identities; its {@code
+ *       iface.initiatorname}, when set, is the initiator the appliance's ACL must admit (default: the
+ *       host's own identity, iscsid's {@code default} interface).
  * </ul>
  */
 record QnapConfig(
@@ -52,7 +56,8 @@ record QnapConfig(
     boolean instantClone,
     Duration requestTimeout,
     Duration readyTimeout,
-    Duration loginRetry) {
+    Duration loginRetry,
+    Optional<String> iscsiIface) {
 
   enum Transport {
     CGI,
@@ -66,7 +71,7 @@ record QnapConfig(
   static final Set<String> KEYS = Set.of("url", "transport", "ca-file", "insecure-skip-tls-verify",
       "credentials-file", "portals", "default-pool", "chap-user-secret", "chap-password-secret",
       "mutual-chap-user-secret", "mutual-chap-password-secret", "clone-mode", "request-timeout-seconds",
-      "ready-timeout-seconds", "login-retry-seconds");
+      "ready-timeout-seconds", "login-retry-seconds", "iscsi-iface");
 
   private static final Pattern PORTAL = Pattern.compile("[A-Za-z0-9.-]{1,253}|\\[[0-9A-Fa-f:]{2,39}\\]");
   private static final Pattern SECRET_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,63}");
@@ -114,7 +119,19 @@ record QnapConfig(
     return new QnapConfig(url, transport, ca, insecure, get(options, "credentials-file").map(Path::of), portals, pool,
         chap, instant, Duration.ofSeconds(number(options, "request-timeout-seconds", 30, 1, 600)),
         Duration.ofSeconds(number(options, "ready-timeout-seconds", 120, 1, 3600)),
-        Duration.ofSeconds(number(options, "login-retry-seconds", 300, 0, 86400)));
+        Duration.ofSeconds(number(options, "login-retry-seconds", 300, 0, 86400)), iscsiIface(options));
+  }
+
+  private static Optional<String> iscsiIface(Map<String, String> options) {
+    Optional<String> name = get(options, "iscsi-iface");
+    name.ifPresent(n -> {
+      try {
+        dev.caravan.storage.iscsi.Iscsi.system().through(n);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("qnap.iscsi-iface: " + e.getMessage(), e);
+      }
+    });
+    return name;
   }
 
   private static URI url(String text) {

@@ -542,5 +542,10 @@ class QnapControllerTest {
     QnapConfig ok = QnapConfig.parse(Map.of("url", "https://nas.example:8443", "portals", "10.0.0.1,[fd00::1]:3261"));
     assertThat(ok.portals()).containsExactly("10.0.0.1:3260", "[fd00::1]:3261");
     assertThat(ok.transport()).isEqualTo(QnapConfig.Transport.AUTO);
+    assertThat(ok.iscsiIface()).as("the host's own identity by default").isEmpty();
+    assertThat(QnapConfig.parse(Map.of("url", "https://nas", "portals", "nas", "iscsi-iface", "eth1-san")).iscsiIface())
+        .contains("eth1-san");
+    assertThatThrownBy(() -> QnapConfig.parse(Map.of("url", "https://nas", "portals", "nas", "iscsi-iface", "../x")))
+        .hasMessageContaining("qnap.iscsi-iface").hasMessageContaining("iSCSI interface '../x'");
   }
 }
