@@ -3,12 +3,18 @@ package dev.caravan.csi.backend.qnap;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Call;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Flavour;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** Opening the backend: the transport picked from the firmware, credentials from the environment. */
@@ -46,6 +52,20 @@ class QnapBackendTest {
       assertThat(sim.liveSessions()).isEqualTo(1);
       b.close();
       assertThat(sim.liveSessions()).isZero();
+    }
+  }
+
+  /** The inspector's evidence names the node a volume is published to: the appliance's ACL of its target. */
+  @Test
+  void describeShowsWhoTheVolumeIsPublishedTo() {
+    try (QnapSimulator sim = QnapSimulator.start(Flavour.QTS); QnapBackend b = QnapBackend.open(config(sim, "cgi"), ENV)) {
+      String id = b.controller().createVolume(new VolumeRequest("held", new CapacityRange(1L << 30, 0),
+          Set.of(AccessType.MOUNT), Optional.of("ext4"), Map.of(), Optional.empty(), List.of(), List.of())).id();
+      assertThat(b.describe(id).properties()).containsEntry("publishedTo", "");
+      b.controller().publishVolume(id, "iqn.2026-01.dev.caravan.test:node-a", Map.of());
+      assertThat(b.describe(id).properties()).containsEntry("publishedTo", "iqn.2026-01.dev.caravan.test:node-a");
+      b.controller().unpublishVolume(id, Optional.of("iqn.2026-01.dev.caravan.test:node-a"));
+      assertThat(b.describe(id).properties()).containsEntry("publishedTo", "");
     }
   }
 
