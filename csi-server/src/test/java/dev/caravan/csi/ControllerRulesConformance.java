@@ -10,6 +10,8 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.server.VolumeLocks;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
@@ -67,6 +69,7 @@ import org.junit.jupiter.api.function.Executable;
  */
 abstract class ControllerRulesConformance {
   PluginFixture f;
+  private final Map<String, Map<String, String>> contexts = new java.util.concurrent.ConcurrentHashMap<>();
 
   abstract TestBackend backend();
 
@@ -444,10 +447,10 @@ abstract class ControllerRulesConformance {
 
   private void assertPublishedHere(String id) {
     var got = f.controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build());
-    assertThat(got.getStatus().getPublishedNodeIdsList()).containsExactly(PluginFixture.NODE);
+    assertThat(got.getStatus().getPublishedNodeIdsList()).containsExactly(backend().nodeId());
     ListVolumesResponse.Entry entry = f.controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()
         .stream().filter(e -> e.getVolume().getVolumeId().equals(id)).findFirst().orElseThrow();
-    assertThat(entry.getStatus().getPublishedNodeIdsList()).containsExactly(PluginFixture.NODE);
+    assertThat(entry.getStatus().getPublishedNodeIdsList()).containsExactly(backend().nodeId());
     assertThat(entry.getStatus().getVolumeCondition().getAbnormal()).isFalse();
   }
 
@@ -485,8 +488,8 @@ abstract class ControllerRulesConformance {
     }
     assertThat(s.getReadyToUse()).isTrue();
     writeAt(target, "after the snapshot!");
-    Volume copy = f.controller.createVolume(create("blk-copy", cap).setVolumeContentSource(VolumeContentSource.newBuilder()
-        .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build()).getVolume();
+    Volume copy = created(f.controller.createVolume(create("blk-copy", cap).setVolumeContentSource(VolumeContentSource.newBuilder()
+        .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(s.getSnapshotId()))).build()).getVolume());
     Path copyStaging = f.dir("staging/blk-copy/rw");
     Path copyTarget = f.dir("per-alloc/a2/blk-copy").resolve("rw");
     stage(copy.getVolumeId(), copyStaging, cap);
@@ -520,7 +523,13 @@ abstract class ControllerRulesConformance {
   }
 
   Volume createVolume(String name, VolumeCapability cap) {
-    return f.controller.createVolume(create(name, cap).build()).getVolume();
+    return created(f.controller.createVolume(create(name, cap).build()).getVolume());
+  }
+
+  /** Keeps the context CreateVolume returned, which Nomad sends with every NodeStageVolume. */
+  Volume created(Volume v) {
+    contexts.put(v.getVolumeId(), v.getVolumeContextMap());
+    return v;
   }
 
   void deleteVolume(String id) {
@@ -537,9 +546,14 @@ abstract class ControllerRulesConformance {
         .setVolumeId(v.getVolumeId()).addAllVolumeCapabilities(List.of(caps)).build());
   }
 
+  /** Stages as Nomad does: ControllerPublish to this node first where the backend fences, and the volume's context. */
   void stage(String id, Path staging, VolumeCapability cap) {
+    if (backend().publishes()) {
+      f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(id)
+          .setNodeId(backend().nodeId()).setVolumeCapability(cap).build());
+    }
     f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).build());
+        .setVolumeCapability(cap).putAllVolumeContext(contexts.getOrDefault(id, Map.of())).build());
   }
 
   void publish(String id, Path staging, Path target, VolumeCapability cap) {
@@ -547,9 +561,14 @@ abstract class ControllerRulesConformance {
         .setTargetPath(target.toString()).setVolumeCapability(cap).build());
   }
 
+  /** Unstages as Nomad does: ControllerUnpublish from this node after, where the backend fences. */
   void unstage(String id, Path staging) {
     f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id)
         .setStagingTargetPath(staging.toString()).build());
+    if (backend().publishes()) {
+      f.controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id)
+          .setNodeId(backend().nodeId()).build());
+    }
   }
 
   void release(String id, Path staging, Path target) {

@@ -1,6 +1,7 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.backend.local.LocalBackend;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,35 +19,65 @@ import picocli.CommandLine.Option;
 final class DoctorCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+  private static final Path NOMAD_MOUNT_ROOT = Path.of("/opt/nomad/data/client/csi");
+
+  @Option(names = "--config", paramLabel = "FILE", description = "The file `caravan serve --config` reads: check the"
+      + " driver, data directory, first allowed root and pools it sets. The flags below win over it.")
+  Path config;
+
   @Option(names = "--driver", description = "file, local or qnap (default: file).")
-  String driver = "file";
+  String driver;
 
   @Option(names = "--data-dir", description = "The plugin's state directory (default: /var/lib/caravan/<driver>).")
   Path dataDir;
 
   @Option(names = "--mount-root", description = "Where Nomad has CSI volumes mounted: <client state_dir>/csi"
       + " (default: /opt/nomad/data/client/csi).")
-  Path mountRoot = Path.of("/opt/nomad/data/client/csi");
+  Path mountRoot;
 
   @Option(names = "--pool", paramLabel = "POOL", description = "local: a pool the plugin is allowed to use; repeatable.")
   List<String> pools = new ArrayList<>();
 
   @Override
   public Integer call() {
-    if (!Backends.DRIVERS.contains(driver)) {
+    // The config is read exactly as serve reads it, so doctor checks what serve would use.
+    ServeCommand serve = new ServeCommand();
+    if (config != null) {
+      new CommandLine(serve).parseArgs("--config", config.toString());
+      if (serve.applyConfig() != 0) {
+        return 2;
+      }
+    }
+    String drv = first(driver, serve.driver, "file");
+    if (!Backends.DRIVERS.contains(drv)) {
       System.err.println("caravan doctor: --driver must be one of " + String.join(", ", Backends.DRIVERS));
       return 2;
     }
-    List<Preflight.Check> checks = Preflight.run(driver,
-        dataDir != null ? dataDir : Path.of("/var/lib/caravan", driver), mountRoot, pools);
+    List<String> allowlisted = pools;
+    if (allowlisted.isEmpty() && drv.equals("local") && !serve.backendOptions.isEmpty()) {
+      try {
+        allowlisted = LocalBackend.allowlistedPools(serve.backendOptions);
+      } catch (IllegalArgumentException e) {
+        System.err.println("caravan doctor: " + config + ": " + e.getMessage());
+        return 2;
+      }
+    }
+    Path root = first(mountRoot, serve.allowedRoots.isEmpty() ? null : serve.allowedRoots.getFirst(),
+        NOMAD_MOUNT_ROOT);
+    List<Preflight.Check> checks = Preflight.run(drv,
+        first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv)), root, allowlisted);
     PrintWriter out = spec.commandLine().getOut();
-    out.println("caravan doctor --driver " + driver);
+    out.println("caravan doctor --driver " + drv);
     checks.forEach(c -> out.println(c.line()));
     long failed = checks.stream().filter(c -> c.status() == Preflight.Status.FAIL).count();
     long warned = checks.stream().filter(c -> c.status() == Preflight.Status.WARN).count();
-    out.println(failed == 0 ? "ready for --driver " + driver + (warned > 0 ? " (" + warned + " warning(s))" : "")
-        : failed + " check(s) failed: fix them before deploying --driver " + driver);
+    out.println(failed == 0 ? "ready for --driver " + drv + (warned > 0 ? " (" + warned + " warning(s))" : "")
+        : failed + " check(s) failed: fix them before deploying --driver " + drv);
     out.flush();
     return failed == 0 ? 0 : 1;
+  }
+
+  private static <T> T first(T flag, T configured, T fallback) {
+    return flag != null ? flag : configured != null ? configured : fallback;
   }
 }

@@ -101,6 +101,52 @@ class DoctorCommandTest {
     assertThat(r.exit()).isEqualTo(1);
   }
 
+  private Out doctorRaw(String... args) {
+    StringWriter out = new StringWriter();
+    CommandLine cli = new CommandLine(new Main());
+    cli.setOut(new PrintWriter(out, true));
+    String[] all = new String[args.length + 1];
+    all[0] = "doctor";
+    System.arraycopy(args, 0, all, 1, args.length);
+    return new Out(cli.execute(all), out.toString());
+  }
+
+  @Test
+  void checksWhatTheServeConfigSetsAndFlagsWin() throws IOException {
+    Path data = dir.resolve("from-config/data");
+    Path root = dir.resolve("from-config/nomad/csi");
+    Path config = Files.writeString(dir.resolve("caravan.hcl"), """
+        driver       = "local"
+        data_dir     = "%s"
+        allowed_root = ["%s", "/elsewhere"]
+        local {
+          pools = ["tank2", "fast"]
+        }
+        """.formatted(data, root));
+
+    Out fromConfig = doctorRaw("--config", config.toString());
+    assertThat(fromConfig.out()).startsWith("caravan doctor --driver local");
+    assertThat(fromConfig.line("data directory")).contains(data.toString());
+    assertThat(fromConfig.line("Nomad mount root")).contains(root.toString());
+    assertThat(fromConfig.line("pools")).contains("[tank2, fast]");
+
+    Out flagsWin = doctorRaw("--config", config.toString(), "--driver", "file", "--data-dir",
+        dir.resolve("flag").toString());
+    assertThat(flagsWin.out()).startsWith("caravan doctor --driver file").doesNotContain("pools");
+    assertThat(flagsWin.line("data directory")).contains(dir.resolve("flag").toString());
+    assertThat(flagsWin.line("Nomad mount root")).contains(root.toString());
+  }
+
+  @Test
+  void aConfigServeWouldRefuseIsAUsageError() throws IOException {
+    Path unknownKey = Files.writeString(dir.resolve("bad.hcl"), "driver = \"file\"\nno_such_key = 1\n");
+    assertThat(doctorRaw("--config", unknownKey.toString()).exit()).isEqualTo(2);
+    Path badPool = Files.writeString(dir.resolve("pool.hcl"), "driver = \"local\"\nlocal {\n  pools = [\"9bad\"]\n}\n");
+    Out r = doctorRaw("--config", badPool.toString());
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.out()).doesNotContain("kernel");
+  }
+
   @Test
   void anUnknownDriverIsAUsageError() {
     assertThat(doctor("--driver", "nfs").exit()).isEqualTo(2);

@@ -84,6 +84,16 @@ public final class LocalBackend implements Backend {
     }
   }
 
+  /**
+   * The pools the options allowlist, as the backend would read them ({@code caravan doctor} checks
+   * these).
+   *
+   * @throws IllegalArgumentException naming the key and the rule, for any bad or unknown option
+   */
+  public static List<String> allowlistedPools(Map<String, String> options) {
+    return LocalConfig.parse(options).pools();
+  }
+
   /** Each allowlisted pool's status, or empty when it is not imported (or cannot be read: message). */
   static Map<String, PoolState> statuses(Zfs zfs, LocalConfig config) {
     Map<String, PoolState> out = new LinkedHashMap<>();
