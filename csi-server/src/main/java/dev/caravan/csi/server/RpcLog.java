@@ -6,7 +6,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -20,15 +19,12 @@ import java.util.logging.Logger;
  *
  * <p>Every line is written, in the order the calls ended: except that when {@link #CAPACITY} lines are
  * waiting (stderr stalled for a long time), the caller writes its own line at once, as before this
- * queue existed, rather than lose it. The writer
- * thread sleeps without a timer while the plugin is idle; the first line after a quiet spell wakes it,
- * and while calls keep coming it looks for more every few milliseconds instead of being woken for each.
+ * queue existed, rather than lose it. The writer sleeps (no timer) whenever the queue is empty; a
+ * line added then wakes it.
  */
 final class RpcLog implements AutoCloseable {
   static final Logger LINES = Logger.getLogger("dev.caravan.csi.rpc");
   static final int CAPACITY = 4096;
-  private static final long BUSY_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
-  private static final long LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
   private static final Duration DRAIN = Duration.ofSeconds(2);
 
   /**
@@ -68,25 +64,21 @@ final class RpcLog implements AutoCloseable {
   }
 
   private void run() {
-    long lastLine = System.nanoTime();
     while (true) {
       Line line = queue.poll();
-      if (line == null && closed) {
-        return;
-      }
       if (line != null) {
         write(line);
-        lastLine = System.nanoTime();
-      } else if (System.nanoTime() - lastLine < LINGER_NANOS) {
-        LockSupport.parkNanos(this, BUSY_POLL_NANOS);
-      } else {
-        // Announce the park before the last look, so a line added after that look unparks us.
-        parked = true;
-        if (queue.isEmpty()) {
-          LockSupport.park(this);
-        }
-        parked = false;
+        continue;
       }
+      if (closed) {
+        return;
+      }
+      // Announce the park before the last look, so that a line added after that look unparks us.
+      parked = true;
+      if (queue.isEmpty() && !closed) {
+        LockSupport.park(this);
+      }
+      parked = false;
     }
   }
 
