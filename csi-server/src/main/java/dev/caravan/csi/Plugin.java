@@ -26,6 +26,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * A running Caravan plugin: backend, node journal and engine, the three CSI services and the server
@@ -157,7 +158,8 @@ public final class Plugin implements AutoCloseable {
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),
           peering != null ? peering.controller() : localController,
-          new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors());
+          new NodeService(engine, controller, locks, roots, s.nodeId(), s.maxVolumes())), observability.interceptors(),
+          backend.answersWithoutWaiting() ? CsiServer.STORAGE_READS : Set.of());
       return new Plugin(backend, server, engine, observability, locks, sweeper, Optional.ofNullable(peering));
     } catch (IOException | RuntimeException e) {
       if (peering != null) {

@@ -197,8 +197,8 @@ public final class NodeLatencyHarness {
         }
         TimeUnit.SECONDS.sleep(phases.contains("stage") ? 2 : 0);
         rss = server.rss();
-        controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(pub).build());
-        controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(stg).build());
+        deleteVolume(controller, pub);
+        deleteVolume(controller, stg);
       }
     }
     System.out.println("server memory after the run (KiB): " + rss);
@@ -258,6 +258,28 @@ public final class NodeLatencyHarness {
     }
     if (s.count() > 0) {
       serverSide.add(s);
+    }
+  }
+
+  /**
+   * Deletes a volume the run has unstaged. The unstage detached its loop device, but while any other
+   * process on the host holds the device open at that moment (another suite listing loop devices opens
+   * each one) the kernel defers the detach to that process's close, and until then the volume is in
+   * use (FAILED_PRECONDITION). So: a few tries over up to 10 s, as a CO would retry.
+   */
+  private static void deleteVolume(ControllerGrpc.ControllerBlockingStub controller, String vol)
+      throws InterruptedException {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(vol).build());
+        return;
+      } catch (io.grpc.StatusRuntimeException e) {
+        if (e.getStatus().getCode() != io.grpc.Status.Code.FAILED_PRECONDITION || attempt == 20) {
+          throw e;
+        }
+        System.out.println("delete of " + vol + " refused, retrying: " + e.getStatus().getDescription());
+        TimeUnit.MILLISECONDS.sleep(500);
+      }
     }
   }
 

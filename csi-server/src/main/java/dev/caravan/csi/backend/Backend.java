@@ -20,6 +20,16 @@ public interface Backend extends AutoCloseable {
   Readiness readiness();
 
   /**
+   * Whether {@link #readiness} and {@link NodeBackend#health(VolumeRef, Optional)} answer from memory
+   * and local syscalls that never wait for a device's I/O, a network or another process. Then the
+   * server runs Probe and NodeGetVolumeStats on its event loop, without a thread hand-off; a backend
+   * that talks to an appliance, a pool or a SCSI device must say false (the default).
+   */
+  default boolean answersWithoutWaiting() {
+    return false;
+  }
+
+  /**
    * Read-only evidence about one volume's backing object for the claim-chain inspector. The id is of
    * this backend's form ({@link ControllerBackend#volumeId}). The default asks the controller; backends override
    * it to show more (paths, properties, the attached device).

@@ -22,6 +22,14 @@ public interface NodeBackend {
   /** Makes an attached device reflect its backing object's current size (after an expansion). */
   void refresh(VolumeRef volume);
 
+  /**
+   * As {@link #refresh(VolumeRef)}, right after {@link #attach} returned {@code device}, so that a
+   * backend can refresh that device instead of searching for it. Defaults to {@link #refresh(VolumeRef)}.
+   */
+  default void refresh(VolumeRef volume, Path device) {
+    refresh(volume);
+  }
+
   /** Health of the backing object (e.g. "backing file missing"). */
   VolumeHealth health(VolumeRef volume);
 

@@ -22,11 +22,13 @@ import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -96,7 +98,10 @@ public final class NodeEngine {
     }
   }
 
-  /** NodeGetVolumeStats: filesystem figures (mount access, when mounted), device size, health. */
+  /**
+   * NodeGetVolumeStats: filesystem figures (mount access, when mounted), device size (block access;
+   * 0 for mount access, where the filesystem's figures say more), health.
+   */
   public record Stats(AccessType accessType, Optional<FsStats> fs, long deviceBytes, VolumeHealth health) {}
 
   // ---- stage / unstage -------------------------------------------------------------------------
@@ -144,7 +149,7 @@ public final class NodeEngine {
       CrashPoints.reach("stage.after-attach");
       // A device attached before (for another staging path, or by a stage cut short) does not show
       // on its own what its backing object has grown to since.
-      backend.refresh(s.volume());
+      backend.refresh(s.volume(), device);
       if (s.accessType() == AccessType.MOUNT) {
         mountFilesystem(id, device, s, fsType);
       }
@@ -179,6 +184,34 @@ public final class NodeEngine {
   }
 
   private void mountFilesystem(String id, Path device, StageSpec s, String fsType) {
+    // Held open from the probe to the mount: the kernel drops a block device's cached blocks when its
+    // last opener closes it, so otherwise the size check and the mount would read again, through the
+    // loop or the network, the superblocks the probe has just read. A plain read-only open: it keeps
+    // nothing else out (the probe's and mkfs's exclusive opens, the mount's claim) and writes nothing.
+    FileChannel held = holdOpen(device);
+    try {
+      formatAndMount(id, device, s, fsType);
+    } finally {
+      if (held != null) {
+        try {
+          held.close();
+        } catch (IOException e) {
+          LOG.log(System.Logger.Level.DEBUG, "closing " + device, e);
+        }
+      }
+    }
+  }
+
+  /** The device opened for reading, or null if it cannot be (the probe then says why). */
+  private static FileChannel holdOpen(Path device) {
+    try {
+      return FileChannel.open(device, StandardOpenOption.READ);
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  private void formatAndMount(String id, Path device, StageSpec s, String fsType) {
     FsType fs = FsType.parse(fsType)
         .orElseThrow(() -> CsiException.invalid("fs type '" + fsType + "' is not supported; supported: ext4, xfs"));
     FormatOutcome outcome;
@@ -495,24 +528,30 @@ public final class NodeEngine {
 
   public Stats stats(String volumeId, Path path) {
     StagedVolume c = known(volumeId, path, "volume_path");
-    if (!Files.exists(path)) {
-      throw CsiException.notFound("volume_path " + path + " does not exist");
-    }
-    VolumeHealth health = backend.health(c.ref(), c.device());
-    long deviceBytes = c.device().filter(Files::exists).map(BlockDevices::size).orElse(0L);
     if (c.accessType() == AccessType.BLOCK) {
+      if (!Files.exists(path)) {
+        throw CsiException.notFound("volume_path " + path + " does not exist");
+      }
+      VolumeHealth health = backend.health(c.ref(), c.device());
+      long deviceBytes = c.device().filter(Files::exists).map(BlockDevices::size).orElse(0L);
       if (!health.abnormal() && c.target(path).isPresent() && !MountTable.isMountPoint(path)) {
         health = VolumeHealth.abnormal("the device is no longer bound at " + path);
       }
       return new Stats(AccessType.BLOCK, Optional.empty(), deviceBytes, health);
     }
-    if (!MountTable.isMountPoint(path)) {
-      VolumeHealth gone = VolumeHealth.abnormal(
-          "nothing is mounted at " + path + " any more (volume " + volumeId + " should be)"
-              + (health.abnormal() ? "; " + health.message() : ""));
-      return new Stats(AccessType.MOUNT, Optional.empty(), deviceBytes, gone);
+    // A mounted volume: one statx (a mount point, so it exists), the health check, one statvfs.
+    if (MountTable.isMountPoint(path)) {
+      VolumeHealth health = backend.health(c.ref(), c.device());
+      return new Stats(AccessType.MOUNT, Optional.of(Filesystems.stats(path)), 0, health);
     }
-    return new Stats(AccessType.MOUNT, Optional.of(Filesystems.stats(path)), deviceBytes, health);
+    if (!Files.exists(path)) {
+      throw CsiException.notFound("volume_path " + path + " does not exist");
+    }
+    VolumeHealth health = backend.health(c.ref(), c.device());
+    VolumeHealth gone = VolumeHealth.abnormal(
+        "nothing is mounted at " + path + " any more (volume " + volumeId + " should be)"
+            + (health.abnormal() ? "; " + health.message() : ""));
+    return new Stats(AccessType.MOUNT, Optional.empty(), 0, gone);
   }
 
   /** Grows the device (if the backend needs to) and the filesystem; returns the device size. */

@@ -1,5 +1,7 @@
 package dev.caravan.csi.server;
 
+import dev.caravan.csi.v1.IdentityGrpc;
+import dev.caravan.csi.v1.NodeGrpc;
 import io.grpc.BindableService;
 import io.grpc.Server;
 import io.grpc.ServerInterceptor;
@@ -21,6 +23,7 @@ import java.nio.file.attribute.PosixFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -31,19 +34,28 @@ import java.util.concurrent.TimeUnit;
 public final class CsiServer implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CsiServer.class.getName());
 
+  /**
+   * Probe and NodeGetVolumeStats: to be run on the event loop ({@link #start(Path, List, List, Set)})
+   * when the backend's readiness and health checks never wait ({@code Backend#answersWithoutWaiting}).
+   */
+  public static final Set<String> STORAGE_READS = Set.of(
+      IdentityGrpc.getProbeMethod().getFullMethodName(), NodeGrpc.getNodeGetVolumeStatsMethod().getFullMethodName());
+
   private final Server server;
   private final Path socket;
   private final EventLoopGroup boss;
   private final EventLoopGroup workers;
   private final RpcExecutors executors;
+  private final RpcLog log;
 
-  private CsiServer(
-      Server server, Path socket, EventLoopGroup boss, EventLoopGroup workers, RpcExecutors executors) {
+  private CsiServer(Server server, Path socket, EventLoopGroup boss, EventLoopGroup workers, RpcExecutors executors,
+      RpcLog log) {
     this.server = server;
     this.socket = socket;
     this.boss = boss;
     this.workers = workers;
     this.executors = executors;
+    this.log = log;
   }
 
   /** Binds {@code socket} and starts serving the given services behind the standard interceptors. */
@@ -57,23 +69,37 @@ public final class CsiServer implements AutoCloseable {
    */
   public static CsiServer start(Path socket, List<BindableService> services, List<ServerInterceptor> outer)
       throws IOException {
+    return start(socket, services, outer, Set.of());
+  }
+
+  /**
+   * As {@link #start(Path, List, List)}, running the calls named in {@code inline} (full method names,
+   * {@code csi.v1.Identity/Probe}) on the event loop that reads them: only calls that never wait for a
+   * disk, a network or another process (see {@link RpcExecutors}).
+   */
+  public static CsiServer start(Path socket, List<BindableService> services, List<ServerInterceptor> outer,
+      Set<String> inline) throws IOException {
     if (!Epoll.isAvailable()) {
       throw new IOException("Netty epoll transport unavailable: " + Epoll.unavailabilityCause());
     }
     prepareSocketPath(socket);
     EventLoopGroup boss = new EpollEventLoopGroup(1);
     EventLoopGroup workers = new EpollEventLoopGroup(2);
-    RpcExecutors executors = new RpcExecutors();
+    RpcExecutors executors = new RpcExecutors(inline);
+    RpcLog log = RpcLog.start();
     NettyServerBuilder builder =
         NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
             .channelType(EpollServerDomainSocketChannel.class)
             .bossEventLoopGroup(boss)
             .workerEventLoopGroup(workers)
-            .executor(executors.fallback())
+            // gRPC looks the method up on this executor before it asks callExecutor where the call runs
+            .executor(RpcExecutors.INLINE)
             .callExecutor(executors);
+    ErrorInterceptor errors = new ErrorInterceptor();
+    CallLogInterceptor lines = new CallLogInterceptor(log);
     for (BindableService service : services) {
       // Interceptors run last-added-first: the error guard sits innermost, the log line outermost.
-      List<ServerInterceptor> chain = new ArrayList<>(List.of(new ErrorInterceptor(), new CallLogInterceptor()));
+      List<ServerInterceptor> chain = new ArrayList<>(List.of(errors, lines));
       chain.addAll(outer.reversed());
       builder.addService(ServerInterceptors.intercept(service, chain));
     }
@@ -83,10 +109,11 @@ public final class CsiServer implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       stopLoops(boss, workers);
       executors.shutdownNow();
+      log.close();
       throw e;
     }
     LOG.log(System.Logger.Level.INFO, "listening on unix://{0}", socket);
-    return new CsiServer(server, socket, boss, workers, executors);
+    return new CsiServer(server, socket, boss, workers, executors, log);
   }
 
   /**
@@ -153,6 +180,7 @@ public final class CsiServer implements AutoCloseable {
     } finally {
       stopLoops(boss, workers);
       executors.shutdownNow();
+      log.close(); // writes the lines still queued
       try {
         Files.deleteIfExists(socket);
       } catch (IOException e) {

@@ -228,7 +228,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       Validate.required("volume_path", req.getVolumePath());
       Ids.existingVolume(ids, "volume_id", id);
       requireOnThisNode(id);
-      NodeEngine.Stats stats = engine.stats(id, path("volume_path", req.getVolumePath()));
+      NodeEngine.Stats stats = engine.stats(id, readPath(id, "volume_path", req.getVolumePath()));
       NodeGetVolumeStatsResponse.Builder b = NodeGetVolumeStatsResponse.newBuilder()
           .setVolumeCondition(Convert.condition(stats.health()));
       if (stats.fs().isPresent()) {
@@ -287,6 +287,20 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     if (engine.journal().get(id).isEmpty()) {
       throw CsiException.notFound("volume " + IdRules.printable(id) + " is not staged or published on this node");
     }
+  }
+
+  /**
+   * A path a read-only call (NodeGetVolumeStats) only looks at: as {@link #path}, except that a path
+   * the volume's journal record holds exactly is taken as it is, without walking its parents again.
+   * It was resolved and checked when it was staged or published, and the engine only statx-es (never
+   * following the last component) and statvfs-es it: nothing is mounted, unmounted or removed there.
+   */
+  private Path readPath(String volumeId, String field, String value) {
+    Path p = Validate.path(field, value);
+    if (engine.journal().get(volumeId).filter(v -> v.knowsPath(p)).isPresent()) {
+      return p;
+    }
+    return roots.resolve(field, p);
   }
 
   /** A request path as the engine works on it: well formed, then resolved within the allowed roots. */

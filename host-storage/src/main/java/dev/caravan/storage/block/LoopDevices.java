@@ -132,6 +132,22 @@ public final class LoopDevices {
   }
 
   /**
+   * As {@link #refreshCapacity(LoopDevice)}, for a device known to back {@code file} (just returned
+   * by {@link #attach}), and only when its size differs from the file's in whole 512-byte sectors
+   * (how the loop driver sizes a device without an offset or limit): one stat and one {@code
+   * BLKGETSIZE64} when it is current, as a device just attached is, instead of a search of every
+   * loop device and a capacity change the kernel announces to udev even when nothing changed.
+   */
+  public static void refreshCapacity(Path device, Path file) {
+    long fileBytes = Libc.stat(file).size() & ~511L;
+    try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      if (Libc.ioctlReadLong(loop, Ioctl.BLKGETSIZE64) != fileBytes) {
+        Libc.ioctl(loop, Ioctl.LOOP_SET_CAPACITY, 0);
+      }
+    }
+  }
+
+  /**
    * Detaches the device ({@code LOOP_CLR_FD}). A device that is no longer attached to this device's
    * backing file (already detached, perhaps since reused for another file) is left alone: that is
    * success. While the device is still open elsewhere (mounted, say) the kernel defers the detach

@@ -164,6 +164,24 @@ class LoopDevicesTest {
   }
 
   @Test
+  void refreshCapacityOfAKnownDeviceSeesTheGrownFileAndLeavesACurrentOneAlone() {
+    Path image = scratch.image("disk.img", 8 * MIB);
+
+    LoopDevice loop = LoopDevices.attach(image, false);
+    try {
+      LoopDevices.refreshCapacity(loop.device(), image); // current: nothing to change
+      assertThat(BlockDevices.size(loop.device())).isEqualTo(8 * MIB);
+
+      SparseFiles.grow(image, 24 * MIB);
+      LoopDevices.refreshCapacity(loop.device(), image);
+
+      assertThat(BlockDevices.size(loop.device())).isEqualTo(24 * MIB);
+    } finally {
+      LoopDevices.detach(loop);
+    }
+  }
+
+  @Test
   void detachingTwiceIsFine() {
     LoopDevice loop = LoopDevices.attach(scratch.image("disk.img", 4 * MIB), false);
 

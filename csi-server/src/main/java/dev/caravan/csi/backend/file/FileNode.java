@@ -45,6 +45,12 @@ final class FileNode implements NodeBackend {
     }
   }
 
+  /** The device attach returned: no search of every loop device, no capacity change when it is current. */
+  @Override
+  public void refresh(VolumeRef volume, Path device) {
+    LoopDevices.refreshCapacity(device, store.volumeImage(volume.volumeId()));
+  }
+
   @Override
   public VolumeHealth health(VolumeRef volume) {
     return health(volume, Optional.empty());
@@ -54,13 +60,15 @@ final class FileNode implements NodeBackend {
   @Override
   public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
+    // The healthy case is one stat and one ioctl (backs): why it is not healthy is looked up after.
+    if (device.isPresent() && LoopDevices.backs(device.get(), image)) {
+      return VolumeHealth.OK;
+    }
     if (!Files.exists(image)) {
       return VolumeHealth.abnormal("backing file " + image + " is missing");
     }
     if (device.isPresent()) {
-      return LoopDevices.backs(device.get(), image)
-          ? VolumeHealth.OK
-          : VolumeHealth.abnormal(device.get() + " is no longer attached to " + image);
+      return VolumeHealth.abnormal(device.get() + " is no longer attached to " + image);
     }
     if (LoopDevices.find(image).isEmpty()) {
       return VolumeHealth.abnormal("no loop device is attached to " + image);

@@ -1,0 +1,219 @@
+package dev.caravan.csi.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.cli.UnixChannel;
+import dev.caravan.csi.v1.GetPluginInfoRequest;
+import dev.caravan.csi.v1.GetPluginInfoResponse;
+import dev.caravan.csi.v1.IdentityGrpc;
+import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsResponse;
+import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.csi.v1.ProbeResponse;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.stub.StreamObserver;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Where calls run (event loop or pool) and the per-RPC log line, over a real unix socket with a real
+ * gRPC client.
+ */
+class RpcTransportTest {
+  @TempDir Path tmp;
+  private final Lines lines = new Lines();
+
+  @BeforeEach
+  void capture() {
+    RpcLog.LINES.addHandler(lines);
+  }
+
+  @AfterEach
+  void release() {
+    RpcLog.LINES.removeHandler(lines);
+  }
+
+  @Test
+  void callsThatNeverWaitRunOnTheEventLoopTheRestOnTheirServicesPool() throws Exception {
+    Recording service = new Recording();
+    Recording.Node node = new Recording.Node(service);
+    CsiServer server = CsiServer.start(tmp.resolve("a.sock"), List.of(service, node));
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      IdentityGrpc.newBlockingStub(ch.channel()).getPluginInfo(GetPluginInfoRequest.getDefaultInstance());
+      IdentityGrpc.newBlockingStub(ch.channel()).probe(ProbeRequest.getDefaultInstance());
+      NodeGrpc.newBlockingStub(ch.channel()).nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder()
+          .setVolumeId("v").setVolumePath("/p").build());
+    } finally {
+      server.shutdown(Duration.ofSeconds(1));
+    }
+    assertThat(service.threads.get("GetPluginInfo")).startsWith("epollEventLoopGroup");
+    assertThat(service.threads.get("Probe")).startsWith("caravan-identity-");
+    assertThat(service.threads.get("NodeGetVolumeStats")).startsWith("caravan-node-");
+
+    // With a backend whose readiness and health never wait, Probe and stats run on the event loop too.
+    service.threads.clear();
+    server = CsiServer.start(tmp.resolve("b.sock"), List.of(service, node), List.of(), CsiServer.STORAGE_READS);
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      IdentityGrpc.newBlockingStub(ch.channel()).probe(ProbeRequest.getDefaultInstance());
+      NodeGrpc.newBlockingStub(ch.channel()).nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder()
+          .setVolumeId("v").setVolumePath("/p").build());
+    } finally {
+      server.shutdown(Duration.ofSeconds(1));
+    }
+    assertThat(service.threads.get("Probe")).startsWith("epollEventLoopGroup");
+    assertThat(service.threads.get("NodeGetVolumeStats")).startsWith("epollEventLoopGroup");
+  }
+
+  @Test
+  void everyCallHasOneLineInOrderWrittenOffTheCallsThread() throws Exception {
+    Recording service = new Recording();
+    CsiServer server = CsiServer.start(tmp.resolve("c.sock"), List.of(service, new Recording.Node(service)));
+    int calls = 50;
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(ch.channel());
+      for (int i = 0; i < calls; i++) {
+        node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId("vol-" + i).setVolumePath("/p").build());
+      }
+      StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+          () -> node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId("bad id\n\"x\"")
+              .setVolumePath("/p").build()));
+      assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
+    } finally {
+      server.shutdown(Duration.ofSeconds(1)); // writes what is still queued
+    }
+    List<LogRecord> records = lines.records();
+    assertThat(records).hasSize(calls + 1);
+    for (int i = 0; i < calls; i++) {
+      assertThat(records.get(i).getMessage()).matches("rpc method=NodeGetVolumeStats volume=vol-" + i + " code=OK us=\\d+");
+      assertThat(records.get(i).getSourceClassName()).isEqualTo(CallLogInterceptor.class.getName());
+    }
+    // the id as the client sent it, made single-line and unquoted when written
+    assertThat(records.get(calls).getMessage())
+        .matches("rpc method=NodeGetVolumeStats volume=bad\\?id\\?\\?x\\? code=NOT_FOUND us=\\d+ error=\"no such volume\"");
+    assertThat(lines.threads()).containsOnly("caravan-rpc-log");
+  }
+
+  @Test
+  void aFullQueueMakesTheCallerWriteItsLineNoneIsLost() throws Exception {
+    CountDownLatch stalled = new CountDownLatch(1);
+    Handler stall = new Handler() {
+      @Override
+      public void publish(LogRecord r) {
+        if (Thread.currentThread().getName().equals("caravan-rpc-log")) {
+          try {
+            stalled.await(30, TimeUnit.SECONDS); // stderr that does not drain
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+      }
+
+      @Override
+      public void flush() {}
+
+      @Override
+      public void close() {}
+    };
+    RpcLog.LINES.addHandler(stall);
+    RpcLog.LINES.setUseParentHandlers(false); // thousands of lines: not onto the console
+    RpcLog log = RpcLog.start();
+    try {
+      int total = RpcLog.CAPACITY + 10;
+      for (int i = 0; i < total; i++) {
+        log.add(new RpcLog.Line(System.currentTimeMillis(), "csi.v1.Node/NodeGetInfo", "v" + i, Status.Code.OK, i, null));
+      }
+      // The writer holds one line, the queue the next CAPACITY; the callers wrote the rest themselves.
+      assertThat(lines.threads()).contains(Thread.currentThread().getName());
+      stalled.countDown();
+      log.close();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (lines.records().size() < total && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertThat(lines.records()).hasSize(total);
+    } finally {
+      stalled.countDown();
+      RpcLog.LINES.removeHandler(stall);
+      RpcLog.LINES.setUseParentHandlers(true);
+    }
+  }
+
+  /** Notes the thread each call ran on. */
+  static final class Recording extends IdentityGrpc.IdentityImplBase {
+    final Map<String, String> threads = new ConcurrentHashMap<>();
+
+    @Override
+    public void getPluginInfo(GetPluginInfoRequest request, StreamObserver<GetPluginInfoResponse> out) {
+      threads.put("GetPluginInfo", Thread.currentThread().getName());
+      out.onNext(GetPluginInfoResponse.newBuilder().setName("t").build());
+      out.onCompleted();
+    }
+
+    @Override
+    public void probe(ProbeRequest request, StreamObserver<ProbeResponse> out) {
+      threads.put("Probe", Thread.currentThread().getName());
+      out.onNext(ProbeResponse.getDefaultInstance());
+      out.onCompleted();
+    }
+
+    static final class Node extends NodeGrpc.NodeImplBase {
+      private final Recording recording;
+
+      Node(Recording recording) {
+        this.recording = recording;
+      }
+
+      @Override
+      public void nodeGetVolumeStats(NodeGetVolumeStatsRequest req, StreamObserver<NodeGetVolumeStatsResponse> out) {
+        recording.threads.put("NodeGetVolumeStats", Thread.currentThread().getName());
+        if (req.getVolumeId().startsWith("bad")) {
+          out.onError(Status.NOT_FOUND.withDescription("no such volume").asRuntimeException());
+          return;
+        }
+        out.onNext(NodeGetVolumeStatsResponse.getDefaultInstance());
+        out.onCompleted();
+      }
+    }
+  }
+
+  /** The per-RPC lines, with the thread each was written on. */
+  static final class Lines extends Handler {
+    private final List<LogRecord> records = new ArrayList<>();
+    private final Set<String> threads = ConcurrentHashMap.newKeySet();
+
+    @Override
+    public synchronized void publish(LogRecord r) {
+      records.add(r);
+      threads.add(Thread.currentThread().getName());
+    }
+
+    synchronized List<LogRecord> records() {
+      return List.copyOf(records);
+    }
+
+    Set<String> threads() {
+      return Set.copyOf(threads);
+    }
+
+    @Override
+    public void flush() {}
+
+    @Override
+    public void close() {}
+  }
+}
