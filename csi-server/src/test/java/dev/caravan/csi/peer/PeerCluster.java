@@ -18,11 +18,31 @@ import java.util.function.BiFunction;
 import java.util.stream.Stream;
 
 /**
- * Plugin instances on the file backend in this JVM, one per node id, each with its own data
- * directory, CSI unix socket, certificate from one throwaway CA, and peer endpoint on a loopback
- * port; every node lists the others as static peers.
+ * Plugin instances in this JVM, one per node id, each with its own data directory, storage (the file
+ * backend's data directory unless a {@link Storage} says otherwise), CSI unix socket, certificate from
+ * one throwaway CA, and peer endpoint on a loopback port; every node lists the others as static peers.
  */
 final class PeerCluster implements AutoCloseable {
+  /** The backend each node runs: its driver, and its options for a node (its own pool, say). */
+  interface Storage {
+    String driver();
+
+    Map<String, String> options(Node node);
+  }
+
+  /** The file backend, its images below each node's data directory. */
+  static final Storage FILE = new Storage() {
+    @Override
+    public String driver() {
+      return "file";
+    }
+
+    @Override
+    public Map<String, String> options(Node node) {
+      return Map.of();
+    }
+  };
+
   /** One node: where its things live, and, while it runs, its plugin and a CSI client on its socket. */
   static final class Node {
     final String id;
@@ -58,10 +78,12 @@ final class PeerCluster implements AutoCloseable {
   final Map<String, Node> nodes = new LinkedHashMap<>();
   /** Each node's peer set, from its id and the other nodes' addresses (static by default). */
   BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets = (self, others) -> new StaticPeers(others);
+  private final Storage storage;
 
-  private PeerCluster(Path work, PeerCa ca) {
+  private PeerCluster(Path work, PeerCa ca, Storage storage) {
     this.work = work;
     this.ca = ca;
+    this.storage = storage;
   }
 
   /** Starts a node per entry of {@code reserves} (node id → placement reserve in bytes). */
@@ -71,7 +93,13 @@ final class PeerCluster implements AutoCloseable {
 
   static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets)
       throws Exception {
-    PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"));
+    return start(reserves, peerSets, FILE);
+  }
+
+  static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets,
+      Storage storage) throws Exception {
+    PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"),
+        storage);
     for (Map.Entry<String, Long> e : reserves.entrySet()) {
       Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
       PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
@@ -107,7 +135,10 @@ final class PeerCluster implements AutoCloseable {
     Path socket = n.dir.resolve("csi.sock");
     PeerSettings peers = new PeerSettings(n.address(), n.tls().resolve("cert.pem"), n.tls().resolve("key.pem"),
         n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, Duration.ofSeconds(10));
-    n.plugin = Plugin.start(Plugin.Settings.of("file", socket, id, n.data()), IscsiGc.DEFAULT, Optional.of(peers));
+    Plugin.Settings base = Plugin.Settings.of(storage.driver(), socket, id, n.data());
+    Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
+        base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n));
+    n.plugin = Plugin.start(settings, IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
   }
