@@ -13,10 +13,10 @@ import java.util.Comparator;
  * of one name sent to two instances meet on one node and are serialized there, and names spread
  * evenly over the nodes. A node joining or leaving moves only the names it wins or held.
  */
-final class Coordinator {
+public final class Coordinator {
   private Coordinator() {}
 
-  static String of(String name, Collection<String> nodes) {
+  public static String of(String name, Collection<String> nodes) {
     return nodes.stream()
         .max(Comparator.comparingLong((String n) -> weight(n, name)).thenComparing(Comparator.reverseOrder()))
         .orElseThrow(() -> new IllegalArgumentException("no nodes"));

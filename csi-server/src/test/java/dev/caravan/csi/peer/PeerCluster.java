@@ -1,19 +1,24 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.Plugin;
+import dev.caravan.csi.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.stream.Stream;
 
@@ -50,6 +55,8 @@ final class PeerCluster implements AutoCloseable {
     final int port;
     final long reserve;
     Plugin plugin;
+    /** The node's plugin when it runs as a JVM of its own ({@link #startProcess}). */
+    Process process;
     UnixChannel channel;
     ControllerGrpc.ControllerBlockingStub csi;
 
@@ -143,15 +150,75 @@ final class PeerCluster implements AutoCloseable {
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
   }
 
+  /**
+   * Starts {@code id} as a {@code caravan serve} process with the same settings, given on its command
+   * line as an operator would, so that a test can kill it; with {@code crashAt}, it dies the moment
+   * it reaches that {@link CrashPoints crash point}.
+   */
+  void startProcess(String id, Optional<String> crashAt) throws IOException, InterruptedException {
+    Node n = nodes.get(id);
+    Path socket = n.dir.resolve("csi.sock");
+    List<String> command = new ArrayList<>(PluginJvm.java());
+    crashAt.ifPresent(step -> command.add("-D" + CrashPoints.PROPERTY + "=" + step));
+    command.add("dev.caravan.csi.cli.Main");
+    command.addAll(List.of("serve", "--http-listen=off", "--driver=" + storage.driver(), "--endpoint",
+        "unix://" + socket, "--node-id", id, "--data-dir", n.data().toString(),
+        "--peer-listen", n.address().toString(), "--peer-tls-cert", n.tls().resolve("cert.pem").toString(),
+        "--peer-tls-key", n.tls().resolve("key.pem").toString(), "--peer-tls-ca", n.tls().resolve("ca.pem").toString(),
+        "--placement-reserve", Long.toString(n.reserve)));
+    nodes.values().stream().filter(o -> !o.id.equals(id))
+        .forEach(o -> command.addAll(List.of("--peer", o.id + "=" + o.address())));
+    if (!storage.options(n).isEmpty()) {
+      throw new IllegalStateException("startProcess passes no backend options; " + storage.driver() + " needs some");
+    }
+    Path log = n.dir.resolve("plugin.log");
+    n.process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!CsiServer.isLive(socket)) {
+      if (!n.process.isAlive() || System.nanoTime() > deadline) {
+        n.process.destroyForcibly();
+        throw new AssertionError("plugin process of node " + id + " did not come up: " + Files.readString(log));
+      }
+      Thread.sleep(50);
+    }
+    n.channel = new UnixChannel(socket);
+    n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
+  }
+
+  /** Waits for {@code id}'s process to end (it reached its crash point); its exit status. */
+  int awaitExit(String id) throws InterruptedException {
+    Node n = nodes.get(id);
+    if (!n.process.waitFor(60, TimeUnit.SECONDS)) {
+      throw new AssertionError("plugin process of node " + id + " is still running");
+    }
+    closeChannel(n);
+    int status = n.process.exitValue();
+    n.process = null;
+    return status;
+  }
+
   void stopNode(String id) {
     Node n = nodes.get(id);
-    if (n.channel != null) {
-      n.channel.close();
-      n.channel = null;
-    }
+    closeChannel(n);
     if (n.plugin != null) {
       n.plugin.shutdown(Duration.ofSeconds(2));
       n.plugin = null;
+    }
+    if (n.process != null) {
+      n.process.destroyForcibly();
+      try {
+        n.process.waitFor(20, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      n.process = null;
+    }
+  }
+
+  private static void closeChannel(Node n) {
+    if (n.channel != null) {
+      n.channel.close();
+      n.channel = null;
     }
   }
 
