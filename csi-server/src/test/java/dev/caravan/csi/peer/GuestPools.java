@@ -6,6 +6,7 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -67,6 +68,15 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
   @Override
   public Map<String, String> options(PeerCluster.Node node) {
     return Map.of("pools", pool(node.id), "parent-dataset", PARENT);
+  }
+
+  /**
+   * Minutes, not seconds: under the guest's emulated CPU a node's first mTLS handshake with a peer
+   * alone took some 9 s on a loaded host.
+   */
+  @Override
+  public Duration peerTimeout() {
+    return Duration.ofMinutes(3);
   }
 
   /** The datasets and snapshots below the node's parent dataset, as {@code zfs list} names them. */

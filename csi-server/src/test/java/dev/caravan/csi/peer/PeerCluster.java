@@ -33,6 +33,11 @@ final class PeerCluster implements AutoCloseable {
     String driver();
 
     Map<String, String> options(Node node);
+
+    /** How long a node waits for a peer's answer. */
+    default Duration peerTimeout() {
+      return Duration.ofSeconds(10);
+    }
   }
 
   /** The file backend, its images below each node's data directory. */
@@ -141,7 +146,7 @@ final class PeerCluster implements AutoCloseable {
     nodes.values().stream().filter(o -> !o.id.equals(id)).forEach(o -> others.put(o.id, o.address()));
     Path socket = n.dir.resolve("csi.sock");
     PeerSettings peers = new PeerSettings(n.address(), n.tls().resolve("cert.pem"), n.tls().resolve("key.pem"),
-        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, Duration.ofSeconds(10));
+        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, storage.peerTimeout());
     Plugin.Settings base = Plugin.Settings.of(storage.driver(), socket, id, n.data());
     Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
         base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n));
