@@ -15,6 +15,7 @@ import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -195,7 +196,7 @@ public class PeerForwardBenchmark {
     List<String> command = new ArrayList<>(List.of("openssl"));
     command.addAll(List.of(args));
     Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes());
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     if (p.waitFor() != 0) {
       throw new IllegalStateException("openssl " + String.join(" ", args) + " failed: " + out);
     }
