@@ -153,7 +153,8 @@ public final class Plugin implements AutoCloseable {
           observability.metrics());
       ControllerService localController = new ControllerService(controller, locks, s.nodeId());
       if (peers.isPresent()) {
-        peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller());
+        peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller(),
+            s.dataDir().resolve("peer"));
       }
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),

@@ -168,7 +168,7 @@ class LocalBackendOnLocalTest {
         .contains("[compression, fsType, host, pool, sparse, volblocksize]");
     assertThat(error(() -> create("bad", 32 * MIB, cap, Map.of("pool", "rpool"))).getStatus().getDescription())
         .contains("parameters.pool 'rpool' is not an allowed pool");
-    // another node's work: no cross-node forwarding yet, so the caller is told which node to ask
+    // another node's work: a plugin without peers tells the caller which node to ask
     var elsewhere = error(() -> create("bad", 32 * MIB, cap, Map.of("host", "other-node")));
     assertThat(elsewhere.getStatus().getCode()).isEqualTo(Code.UNAVAILABLE);
     assertThat(elsewhere.getStatus().getDescription()).contains("other-node");

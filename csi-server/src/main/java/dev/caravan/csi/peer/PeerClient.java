@@ -4,6 +4,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.peer.v1.PeerGrpc;
 import io.grpc.ConnectivityState;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -48,8 +49,9 @@ final class PeerClient implements AutoCloseable {
 
   /**
    * Runs one call with a new idempotency key. A peer that cannot be reached (or refuses the TLS
-   * handshake) is UNAVAILABLE naming the node, its address and {@code recovery}; any other status is
-   * the owner's own answer and passes through unchanged.
+   * handshake, or does not answer in time) is UNAVAILABLE naming the node, its address and {@code
+   * recovery}; any status the peer itself sent (marked {@link PeerServer#ANSWERED}), UNAVAILABLE for an
+   * owner that it could not reach included, passes through unchanged.
    */
   <R> R call(String recovery, BiFunction<PeerGrpc.PeerBlockingStub, String, R> body) {
     PeerGrpc.PeerBlockingStub stub =
@@ -58,7 +60,9 @@ final class PeerClient implements AutoCloseable {
       return body.apply(stub, UUID.randomUUID().toString());
     } catch (StatusRuntimeException e) {
       Status.Code code = e.getStatus().getCode();
-      if (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED) {
+      Metadata trailers = Status.trailersFromThrowable(e);
+      boolean answered = trailers != null && trailers.containsKey(PeerServer.ANSWERED);
+      if (!answered && (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED)) {
         throw new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " (peer endpoint " + address
             + ") cannot be reached: " + code + why(e) + ". " + recovery);
       }

@@ -20,6 +20,7 @@ import dev.caravan.csi.service.Rpc;
 import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
 import dev.caravan.csi.v1.ControllerGetVolumeResponse;
 import dev.caravan.csi.v1.CreateSnapshotResponse;
+import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeResponse;
 import dev.caravan.csi.v1.DeleteSnapshotResponse;
 import dev.caravan.csi.v1.DeleteVolumeResponse;
@@ -32,12 +33,14 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
  * The owner's side of the peer endpoint: runs a forwarded controller call on this node's own storage,
  * through the same {@link ControllerService} its CSI socket uses (same validation, same locks). It
- * never forwards again, and refuses an id another node owns, so no node acts on another's pool.
+ * never forwards again, and refuses an id another node owns, so no node acts on another's pool; the
+ * one exception is PlaceVolume, where this node coordinates a volume name and has its owner create it.
  * Every call must carry a deadline and an idempotency key; changing calls run once per key.
  */
 final class PeerService extends PeerGrpc.PeerImplBase {
@@ -47,13 +50,22 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   private final ControllerBackend backend;
   private final String self;
   private final long reserveBytes;
+  private final Function<CreateVolumeRequest, CreateVolumeResponse> place;
   private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
 
-  PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes) {
+  /** @param place the coordinator's part of CreateVolume ({@link RoutingControllerService#place}) */
+  PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
+      Function<CreateVolumeRequest, CreateVolumeResponse> place) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
+    this.place = place;
+  }
+
+  @Override
+  public void placeVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> place.apply(call.getRequest()));
   }
 
   @Override

@@ -4,6 +4,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.service.ControllerService;
 import io.grpc.BindableService;
 import java.io.IOException;
+import java.nio.file.Path;
 
 /**
  * This node's part in a multi-node plugin: its peer endpoint, its connections to the other nodes,
@@ -27,16 +28,26 @@ public final class Peering implements AutoCloseable {
    *
    * @param local the controller service of this node's own storage
    * @param backend this node's controller backend, unwrapped: who owns an id, capacity, names
+   * @param stateDir where this node keeps what it must remember across restarts as a name's
+   *     coordinator ({@link NameClaims}): a directory of the plugin's data directory
    */
-  public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend)
-      throws IOException {
+  public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend,
+      Path stateDir) throws IOException {
     CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
-    PeerServer server = PeerServer.start(s.listen(), files, s.peers(),
-        new PeerService(local, backend, self, s.reserveBytes()));
     PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
+    RoutingControllerService controller = new RoutingControllerService(local, backend, self, s.reserveBytes(), clients,
+        new NameClaims(stateDir.resolve("placing")), s.timeout());
+    PeerServer server;
+    try {
+      server = PeerServer.start(s.listen(), files, s.peers(),
+          new PeerService(local, backend, self, s.reserveBytes(), controller::place));
+    } catch (IOException | RuntimeException e) {
+      clients.close();
+      throw e;
+    }
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, new RoutingControllerService(local, backend, self, s.reserveBytes(), clients));
+    return new Peering(server, clients, controller);
   }
 
   /** The controller service to serve on the CSI socket instead of the local one. */

@@ -1,6 +1,7 @@
 package dev.caravan.csi.peer;
 
 import com.google.protobuf.Message;
+import dev.caravan.csi.backend.CsiException;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.time.Clock;
@@ -66,6 +67,9 @@ final class ReplayCache {
     } catch (ExecutionException ex) {
       if (ex.getCause() instanceof StatusRuntimeException s) {
         throw s;
+      }
+      if (ex.getCause() instanceof CsiException c) {
+        throw c; // mapped to its status by the service, like any other call's
       }
       throw Status.fromThrowable(ex.getCause()).asRuntimeException();
     }

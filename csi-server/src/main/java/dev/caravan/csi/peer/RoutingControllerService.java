@@ -47,14 +47,20 @@ import dev.caravan.csi.v1.ListVolumesResponse;
 import dev.caravan.csi.v1.ValidateVolumeCapabilitiesRequest;
 import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
 import dev.caravan.csi.v1.VolumeContentSource;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
 
@@ -64,10 +70,12 @@ import java.util.function.Supplier;
  * ControllerService} or on the owner through its peer endpoint. No node ever acts on another's
  * storage: when the owner cannot be reached the call is UNAVAILABLE, naming it and what to do.
  *
- * <p>CreateVolume first asks every node whether it already holds a volume of that name, so a retry
- * that lands on another instance returns the volume the first call made, whichever node has it
- * (one unreachable node makes the create UNAVAILABLE: it might hold the name). Then the node is the
- * content source's, else the {@code host} parameter's, else ({@code host=auto}) {@link Placement}'s.
+ * <p>CreateVolume goes to the name's {@link Coordinator}, one node per name, which places creates of
+ * that name one at a time. It first asks every node whether it already holds a volume of that name,
+ * so a retry that lands on another instance returns the volume the first call made, whichever node
+ * has it (one unreachable node makes the create UNAVAILABLE: it might hold the name). Else the node is
+ * the one an unfinished earlier attempt went to ({@link NameClaims}), else the content source's, else
+ * the {@code host} parameter's, else ({@code host=auto}) {@link Placement}'s.
  * ListVolumes and ListSnapshots merge every node's entries, sorted by id and paged like a single
  * node's list, so tokens stay stable; one unreachable node makes the list UNAVAILABLE, never silently
  * shorter.
@@ -78,14 +86,23 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
   private final String self;
   private final long reserveBytes;
   private final PeerClients clients;
+  private final NameClaims claims;
+  private final Duration lockWait;
+  /** Serialize the placing of one name on its coordinator (striped: a few names share a lock). */
+  private final ReentrantLock[] nameLocks = new ReentrantLock[64];
 
   RoutingControllerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
-      PeerClients clients) {
+      PeerClients clients, NameClaims claims, Duration lockWait) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
     this.clients = clients;
+    this.claims = claims;
+    this.lockWait = lockWait;
+    for (int i = 0; i < nameLocks.length; i++) {
+      nameLocks[i] = new ReentrantLock();
+    }
   }
 
   @Override
@@ -94,19 +111,130 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
       if (req.getName().isEmpty()) {
         return InProcess.call(local::createVolume, withHost(req, self)); // answered there: name is required
       }
-      String host = req.getParametersMap().getOrDefault(Routing.HOST, Routing.AUTO);
-      if (!host.equals(Routing.AUTO) && !NodeNames.valid(host)) {
-        throw CsiException.invalid("parameters." + Routing.HOST + " must be 'auto' or a node id (" + NodeNames.RULE
-            + ")");
+      host(req);
+      String coordinator = Coordinator.of(req.getName(), nodes());
+      if (coordinator.equals(self)) {
+        return place(req);
       }
-      String owner = owner(req, host, survey(req));
-      CreateVolumeRequest forOwner = withHost(req, owner);
-      if (owner.equals(self)) {
-        return InProcess.call(local::createVolume, forOwner);
-      }
-      return clients.client(owner).call(ownerDown(owner, "the volume named " + req.getName()), (stub, key) ->
-          stub.createVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(forOwner).build()));
+      return clients.client(coordinator).call(coordinatorDown(coordinator, req.getName()), (stub, key) ->
+          stub.placeVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(req).build()));
     });
+  }
+
+  /** The {@code host} parameter: {@code auto} or a node id; INVALID_ARGUMENT otherwise. */
+  private static String host(CreateVolumeRequest req) {
+    String host = req.getParametersMap().getOrDefault(Routing.HOST, Routing.AUTO);
+    if (!host.equals(Routing.AUTO) && !NodeNames.valid(host)) {
+      throw CsiException.invalid("parameters." + Routing.HOST + " must be 'auto' or a node id (" + NodeNames.RULE
+          + ")");
+    }
+    return host;
+  }
+
+  /** This node and its peers. */
+  private Set<String> nodes() {
+    Set<String> nodes = new TreeSet<>(clients.peers().current().keySet());
+    nodes.add(self);
+    return nodes;
+  }
+
+  /**
+   * The coordinator's part of CreateVolume (this node coordinates the name): under the name's lock,
+   * the volume of that name wherever it is; else the node a lost earlier attempt was sent to ({@link
+   * NameClaims}); else a new choice, recorded before the owner is asked to create, and forgotten once
+   * it has answered for sure.
+   */
+  CreateVolumeResponse place(CreateVolumeRequest req) {
+    String name = req.getName();
+    String host = host(req);
+    Set<String> nodes = nodes();
+    String coordinator = Coordinator.of(name, nodes);
+    if (!coordinator.equals(self)) {
+      // Never decide for a name another node coordinates: two deciders could choose two owners.
+      throw new CsiException(CsiException.Kind.UNAVAILABLE, "this node (" + self + ") was asked to place the"
+          + " volume named " + name + ", which by its peer set " + nodes + " node " + coordinator + " coordinates:"
+          + " the instances do not agree on the peer set yet (a node joining or leaving); retry");
+    }
+    ReentrantLock lock = nameLocks[Math.floorMod(name.hashCode(), nameLocks.length)];
+    try {
+      if (!lock.tryLock(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new CsiException(CsiException.Kind.ABORTED, "another CreateVolume of the name " + name + " is being"
+            + " placed (node " + self + " coordinates it); retry");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new CsiException(CsiException.Kind.ABORTED, "interrupted while waiting to place " + name);
+    }
+    boolean recorded = false;
+    try {
+      List<PlacementReport> reports = survey(req);
+      boolean exists = reports.stream().anyMatch(r -> !r.getExistingVolumeId().isEmpty());
+      Optional<String> earlier = exists ? Optional.empty() : claims.owner(name);
+      String owner;
+      if (earlier.isPresent()) {
+        owner = earlier.get();
+        if (!host.equals(Routing.AUTO) && !host.equals(owner)) {
+          throw new CsiException(CsiException.Kind.ABORTED, "an earlier CreateVolume of the name " + name + " was"
+              + " sent to node " + owner + " and has not been answered for sure; it is finished there by a retry"
+              + " with parameters." + Routing.HOST + " auto or " + owner + ", not " + host);
+        }
+      } else {
+        owner = owner(req, host, reports);
+      }
+      if (exists) {
+        claims.release(name); // a record left by a crash after its volume was made
+      } else {
+        if (earlier.isEmpty()) {
+          claims.claim(name, owner);
+        }
+        recorded = true;
+      }
+      CreateVolumeResponse made = createOn(owner, req);
+      if (recorded) {
+        claims.release(name);
+      }
+      return made;
+    } catch (CsiException e) {
+      if (recorded && definite(Rpc.status(e).getCode())) {
+        claims.release(name);
+      }
+      throw e;
+    } catch (StatusRuntimeException e) {
+      if (recorded && definite(e.getStatus().getCode())) {
+        claims.release(name);
+      }
+      throw e;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Whether the owner's answer says for sure that it made nothing to finish: a refusal of the request.
+   * UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, INTERNAL and UNKNOWN may leave a volume half made there,
+   * and ALREADY_EXISTS says it holds something of that name.
+   */
+  private static boolean definite(Status.Code code) {
+    return switch (code) {
+      case INVALID_ARGUMENT, NOT_FOUND, OUT_OF_RANGE, FAILED_PRECONDITION, RESOURCE_EXHAUSTED, UNIMPLEMENTED,
+          PERMISSION_DENIED, UNAUTHENTICATED -> true;
+      default -> false;
+    };
+  }
+
+  private CreateVolumeResponse createOn(String owner, CreateVolumeRequest req) {
+    CreateVolumeRequest forOwner = withHost(req, owner);
+    if (owner.equals(self)) {
+      return InProcess.call(local::createVolume, forOwner);
+    }
+    return clients.client(owner).call(ownerDown(owner, "the volume named " + req.getName()), (stub, key) ->
+        stub.createVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(forOwner).build()));
+  }
+
+  private static String coordinatorDown(String node, String name) {
+    return "Node " + node + " decides where a volume named " + name + " goes (one node per name, so that two"
+        + " creates of it never land on two nodes); bring the plugin on " + node + " back, or take " + node
+        + " out of the peer set if it is gone, then retry.";
   }
 
   private String owner(CreateVolumeRequest req, String host, List<PlacementReport> reports) {

@@ -1,28 +1,58 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.Plugin;
+import dev.caravan.csi.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.stream.Stream;
 
 /**
- * Plugin instances on the file backend in this JVM, one per node id, each with its own data
- * directory, CSI unix socket, certificate from one throwaway CA, and peer endpoint on a loopback
- * port; every node lists the others as static peers.
+ * Plugin instances in this JVM, one per node id, each with its own data directory, storage (the file
+ * backend's data directory unless a {@link Storage} says otherwise), CSI unix socket, certificate from
+ * one throwaway CA, and peer endpoint on a loopback port; every node lists the others as static peers.
  */
 final class PeerCluster implements AutoCloseable {
+  /** The backend each node runs: its driver, and its options for a node (its own pool, say). */
+  interface Storage {
+    String driver();
+
+    Map<String, String> options(Node node);
+
+    /** How long a node waits for a peer's answer. */
+    default Duration peerTimeout() {
+      return Duration.ofSeconds(10);
+    }
+  }
+
+  /** The file backend, its images below each node's data directory. */
+  static final Storage FILE = new Storage() {
+    @Override
+    public String driver() {
+      return "file";
+    }
+
+    @Override
+    public Map<String, String> options(Node node) {
+      return Map.of();
+    }
+  };
+
   /** One node: where its things live, and, while it runs, its plugin and a CSI client on its socket. */
   static final class Node {
     final String id;
@@ -30,6 +60,8 @@ final class PeerCluster implements AutoCloseable {
     final int port;
     final long reserve;
     Plugin plugin;
+    /** The node's plugin when it runs as a JVM of its own ({@link #startProcess}). */
+    Process process;
     UnixChannel channel;
     ControllerGrpc.ControllerBlockingStub csi;
 
@@ -58,10 +90,12 @@ final class PeerCluster implements AutoCloseable {
   final Map<String, Node> nodes = new LinkedHashMap<>();
   /** Each node's peer set, from its id and the other nodes' addresses (static by default). */
   BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets = (self, others) -> new StaticPeers(others);
+  private final Storage storage;
 
-  private PeerCluster(Path work, PeerCa ca) {
+  private PeerCluster(Path work, PeerCa ca, Storage storage) {
     this.work = work;
     this.ca = ca;
+    this.storage = storage;
   }
 
   /** Starts a node per entry of {@code reserves} (node id → placement reserve in bytes). */
@@ -71,7 +105,13 @@ final class PeerCluster implements AutoCloseable {
 
   static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets)
       throws Exception {
-    PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"));
+    return start(reserves, peerSets, FILE);
+  }
+
+  static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets,
+      Storage storage) throws Exception {
+    PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"),
+        storage);
     for (Map.Entry<String, Long> e : reserves.entrySet()) {
       Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
       PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
@@ -106,21 +146,84 @@ final class PeerCluster implements AutoCloseable {
     nodes.values().stream().filter(o -> !o.id.equals(id)).forEach(o -> others.put(o.id, o.address()));
     Path socket = n.dir.resolve("csi.sock");
     PeerSettings peers = new PeerSettings(n.address(), n.tls().resolve("cert.pem"), n.tls().resolve("key.pem"),
-        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, Duration.ofSeconds(10));
-    n.plugin = Plugin.start(Plugin.Settings.of("file", socket, id, n.data()), IscsiGc.DEFAULT, Optional.of(peers));
+        n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, storage.peerTimeout());
+    Plugin.Settings base = Plugin.Settings.of(storage.driver(), socket, id, n.data());
+    Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
+        base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n));
+    n.plugin = Plugin.start(settings, IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
   }
 
+  /**
+   * Starts {@code id} as a {@code caravan serve} process with the same settings, given on its command
+   * line as an operator would, so that a test can kill it; with {@code crashAt}, it dies the moment
+   * it reaches that {@link CrashPoints crash point}.
+   */
+  void startProcess(String id, Optional<String> crashAt) throws IOException, InterruptedException {
+    Node n = nodes.get(id);
+    Path socket = n.dir.resolve("csi.sock");
+    List<String> command = new ArrayList<>(PluginJvm.java());
+    crashAt.ifPresent(step -> command.add("-D" + CrashPoints.PROPERTY + "=" + step));
+    command.add("dev.caravan.csi.cli.Main");
+    command.addAll(List.of("serve", "--http-listen=off", "--driver=" + storage.driver(), "--endpoint",
+        "unix://" + socket, "--node-id", id, "--data-dir", n.data().toString(),
+        "--peer-listen", n.address().toString(), "--peer-tls-cert", n.tls().resolve("cert.pem").toString(),
+        "--peer-tls-key", n.tls().resolve("key.pem").toString(), "--peer-tls-ca", n.tls().resolve("ca.pem").toString(),
+        "--placement-reserve", Long.toString(n.reserve)));
+    nodes.values().stream().filter(o -> !o.id.equals(id))
+        .forEach(o -> command.addAll(List.of("--peer", o.id + "=" + o.address())));
+    if (!storage.options(n).isEmpty()) {
+      throw new IllegalStateException("startProcess passes no backend options; " + storage.driver() + " needs some");
+    }
+    Path log = n.dir.resolve("plugin.log");
+    n.process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!CsiServer.isLive(socket)) {
+      if (!n.process.isAlive() || System.nanoTime() > deadline) {
+        n.process.destroyForcibly();
+        throw new AssertionError("plugin process of node " + id + " did not come up: " + Files.readString(log));
+      }
+      Thread.sleep(50);
+    }
+    n.channel = new UnixChannel(socket);
+    n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
+  }
+
+  /** Waits for {@code id}'s process to end (it reached its crash point); its exit status. */
+  int awaitExit(String id) throws InterruptedException {
+    Node n = nodes.get(id);
+    if (!n.process.waitFor(60, TimeUnit.SECONDS)) {
+      throw new AssertionError("plugin process of node " + id + " is still running");
+    }
+    closeChannel(n);
+    int status = n.process.exitValue();
+    n.process = null;
+    return status;
+  }
+
   void stopNode(String id) {
     Node n = nodes.get(id);
-    if (n.channel != null) {
-      n.channel.close();
-      n.channel = null;
-    }
+    closeChannel(n);
     if (n.plugin != null) {
       n.plugin.shutdown(Duration.ofSeconds(2));
       n.plugin = null;
+    }
+    if (n.process != null) {
+      n.process.destroyForcibly();
+      try {
+        n.process.waitFor(20, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      n.process = null;
+    }
+  }
+
+  private static void closeChannel(Node n) {
+    if (n.channel != null) {
+      n.channel.close();
+      n.channel = null;
     }
   }
 

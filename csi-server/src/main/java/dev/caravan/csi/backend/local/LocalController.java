@@ -60,8 +60,9 @@ import java.util.TreeMap;
  * so the same dataset) recognises by those properties and finishes. A zvol without {@code
  * caravan:managed} is never modified or destroyed (the facade enforces it too).
  *
- * <p><b>Ownership.</b> Ids carry the node. Until cross-node forwarding exists, a call about a volume
- * of another node is refused with UNAVAILABLE naming that node, before anything is done here.
+ * <p><b>Ownership.</b> Ids carry the node. A call about a volume of another node is refused with
+ * UNAVAILABLE naming that node, before anything is done here: with peers ({@code --peer-listen}) such
+ * calls never get here, {@link dev.caravan.csi.peer.RoutingControllerService} sends them to the owner.
  */
 final class LocalController implements ControllerBackend {
   static final long MIB = 1L << 20;
@@ -150,7 +151,7 @@ final class LocalController implements ControllerBackend {
     if (!owner.equals(nodeId)) {
       throw new CsiException(Kind.UNAVAILABLE,
           field + " " + id + " belongs to node " + owner + "; this plugin runs on node " + nodeId
-              + " and cannot act on another node's zvols (no cross-node forwarding yet): send the call to"
+              + " and cannot act on another node's zvols (this plugin has no peers: --peer-listen): send the call to"
               + " the plugin on node " + owner);
     }
   }
@@ -184,7 +185,7 @@ final class LocalController implements ControllerBackend {
     if (!params.host().equals(LocalParameters.AUTO) && !params.host().equals(nodeId)) {
       throw new CsiException(Kind.UNAVAILABLE,
           "parameters.host names node " + params.host() + "; this plugin runs on node " + nodeId
-              + " and can create zvols only here until cross-node forwarding exists: send the call to the"
+              + " and, without peers (--peer-listen), can create zvols only here: send the call to the"
               + " plugin on node " + params.host() + " or use host=auto");
     }
     req.source().ifPresent(this::requireSourceOwner);
@@ -421,7 +422,7 @@ final class LocalController implements ControllerBackend {
     if (params.host().equals(LocalParameters.AUTO)) {
       throw new CsiException(Kind.UNAVAILABLE,
           "accessibility_requirements.requisite allows only node(s) " + nodes + "; this plugin runs on node "
-              + nodeId + " and can create zvols only here until cross-node forwarding exists: send the call to"
+              + nodeId + " and, without peers (--peer-listen), can create zvols only here: send the call to"
               + " the plugin on one of those nodes");
     }
     throw new CsiException(Kind.RESOURCE_EXHAUSTED,
