@@ -111,6 +111,13 @@ final class QnapDhvWorld implements AutoCloseable {
     }
   }
 
+  /** The NAA id of the volume's LUN, as the appliance lists it (its WWID is "3" and this). */
+  String naa(String backendId) {
+    try (Backend b = backend()) {
+      return b.controller().findVolume(backendId).orElseThrow().context().get("naa");
+    }
+  }
+
   /** The qnap backend as another tool would open it (a snapshot by an operator, a publish elsewhere). */
   Backend backend() {
     return Backends.open("qnap", new BackendConfig("oracle", work.resolve("oracle"), options, NodeUsage.none()));
