@@ -221,7 +221,7 @@ final class DhvVolumes implements AutoCloseable {
    */
   Map<String, Object> delete() {
     Path derived = req.mountPath();
-    req.createdPath().filter(p -> !p.equals(derived.toString())).ifPresent(p -> LOG.log(System.Logger.Level.INFO,
+    req.createdPath().filter(p -> !p.isEmpty() && !p.equals(derived.toString())).ifPresent(p -> LOG.log(System.Logger.Level.INFO,
         "volume " + req.volumeId() + ": DHV_CREATED_PATH is " + p + ", not the volume's own " + derived
             + " (Nomad's delete after a failed create passes its volumes directory); it is ignored"));
     Optional<DhvRecord> found = store.read(req.volumeId()).or(this::recordFromStorage);
@@ -239,7 +239,9 @@ final class DhvVolumes implements AutoCloseable {
     if (backendId.isPresent()) {
       engine.unstage(backendId.get(), canonicalMountPath());
       if (mode == Mode.IMMEDIATE) {
-        unfence(backendId.get()); // deferred: an unpublish did that, and the storage refuses while it has not
+        unfence(backendId.get());
+      } else if (controller.publishes()) {
+        requireNotPublished(backendId.get());
       }
       controller.deleteVolume(backendId.get());
     }
@@ -399,6 +401,19 @@ final class DhvVolumes implements AutoCloseable {
         .orElse(false);
     controller.publishVolume(backendId, storageNode(), Map.of()); // re-checks: another node may have won since
     return !before;
+  }
+
+  /**
+   * Deferred mode on network storage: refuses, naming them, while the storage's fence admits any node
+   * (only an unpublish on that node releases it; the backend would refuse the delete too, in CSI's words).
+   */
+  private void requireNotPublished(String backendId) {
+    List<String> holders = controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of());
+    if (!holders.isEmpty()) {
+      throw DhvException.failed("volume " + req.volumeId() + " is published on the node with initiator "
+          + String.join(", ", holders) + " (the storage's ACL admits it); a volume in use is never deleted:"
+          + " unpublish it there first");
+    }
   }
 
   /** Network storage: removes this node's identity from the volume's fence (idempotent). */

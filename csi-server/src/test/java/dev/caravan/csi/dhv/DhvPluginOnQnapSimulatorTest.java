@@ -131,7 +131,8 @@ class DhvPluginOnQnapSimulatorTest {
 
       QnapDhvWorld.Outcome inUse = world.run(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
       assertThat(inUse.status()).as(inUse.toString()).isEqualTo(DhvException.FAILED);
-      assertThat(inUse.stdout()).contains("published to [" + INITIATOR_A + "]");
+      assertThat(inUse.stdout()).contains("published on the node with initiator " + INITIATOR_A)
+          .contains("unpublish it there first");
       // B's unpublish removes only B's identity: A keeps the volume.
       world.ok(nodeB, "deferred", DhvEnv.unpublish(nodeB.env(), v, QnapDhvWorld.uuid()));
       assertThat(world.appliance.acl(id)).containsExactly(INITIATOR_A);
