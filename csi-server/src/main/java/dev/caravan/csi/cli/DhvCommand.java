@@ -33,7 +33,9 @@ final class DhvCommand implements Runnable {
     @Option(names = "--plugin-dir", required = true, description = "Nomad's host_volume_plugin_dir.")
     Path pluginDir;
 
-    @Option(names = "--driver", description = "Backend (default: file; local for ZFS zvols).")
+    @Option(names = "--driver", description = "Backend (default: file; local for ZFS zvols; qnap for LUNs on a QNAP"
+        + " appliance, whose qnap options are given as --option key=value: url, portals, credentials-file (required:"
+        + " a root-only properties file with user and password, since Nomad gives plugins no environment) ...).")
     String driver = "file";
 
     @Option(names = "--data-dir", description = "Where volumes and records live (default: /var/lib/caravan/dhv/<driver>).")
@@ -58,7 +60,13 @@ final class DhvCommand implements Runnable {
       Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/dhv", driver);
       String cp = classPath != null ? classPath : absolute(System.getProperty("java.class.path"));
       DhvInstaller installer = new DhvInstaller(launcher.toAbsolutePath(), cp, data.toAbsolutePath(), options);
-      List<Path> written = installer.install(pluginDir.toAbsolutePath(), driver);
+      List<Path> written;
+      try {
+        written = installer.install(pluginDir.toAbsolutePath(), driver);
+      } catch (IllegalArgumentException e) {
+        System.err.println("caravan dhv install: " + e.getMessage());
+        return 2;
+      }
       written.forEach(p -> System.out.println("wrote " + p));
       return 0;
     }

@@ -7,10 +7,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -43,8 +45,16 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     return "caravan-" + driver + (mode == Mode.DEFERRED ? "-deferred" : "");
   }
 
-  /** Writes both modes' executables for {@code driver} into {@code pluginDir}; returns their paths. */
+  /**
+   * Writes both modes' executables for {@code driver} into {@code pluginDir}; returns their paths.
+   *
+   * @throws IllegalArgumentException for qnap without a credentials file only root can read, or with
+   *     an option that would put a secret into the executable (and so on the JVM's command line)
+   */
   public List<Path> install(Path pluginDir, String driver) {
+    if (driver.equals("qnap")) {
+      checkQnapCredentials();
+    }
     try {
       Files.createDirectories(pluginDir);
     } catch (IOException e) {
@@ -66,6 +76,37 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
       written.add(file);
     }
     return written;
+  }
+
+  /**
+   * Nomad runs a plugin with an empty environment, so the appliance's credentials can only come from
+   * {@code credentials-file}: its path is written into the executable, never its content. The file
+   * must exist and be readable by its owner alone, as {@code caravan serve}'s is meant to be.
+   */
+  private void checkQnapCredentials() {
+    List<String> secretLike = options.keySet().stream()
+        .filter(k -> k.contains("password") || k.contains("user") || k.contains("chap")).sorted().toList();
+    if (!secretLike.isEmpty()) {
+      throw new IllegalArgumentException("--option " + secretLike + ": the qnap DHV plugin takes the appliance's"
+          + " user and password from credentials-file only (an option is written into the executable and shows"
+          + " on the JVM's command line), and CHAP is not supported (a DHV operation receives no secrets)");
+    }
+    String file = options.get("credentials-file");
+    if (file == null || !Path.of(file).isAbsolute()) {
+      throw new IllegalArgumentException("the qnap DHV plugin needs --option credentials-file=/absolute/path, a"
+          + " properties file with user and password readable by root only: Nomad runs plugins with an empty"
+          + " environment, so CARAVAN_QNAP_USER and CARAVAN_QNAP_PASSWORD cannot reach them");
+    }
+    Path creds = Path.of(file);
+    try {
+      Set<PosixFilePermission> perms = Files.getPosixFilePermissions(creds);
+      if (perms.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
+        throw new IllegalArgumentException("credentials-file " + creds + " has mode "
+            + PosixFilePermissions.toString(perms) + "; it holds the appliance's password: chmod 600 it");
+      }
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read credentials-file " + creds + ": " + e.getMessage(), e);
+    }
   }
 
   String script(String driver, Mode mode) {

@@ -3,6 +3,7 @@ package dev.caravan.csi.dhv;
 import dev.caravan.csi.BuildInfo;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.observe.Json;
+import dev.caravan.storage.iscsi.Iscsi;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -10,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
 
 /**
@@ -20,10 +22,13 @@ import java.util.regex.Pattern;
  */
 public final class DhvMain {
   /**
-   * The backends offered as DHV plugins: those whose operations are tested (file on the host, local
-   * in the guest). qnap joins once its node side runs them in the guest.
+   * The backends offered as DHV plugins: those whose operations are tested (file on the host; local
+   * and qnap in the guest, qnap's controller half on the host against the simulated appliance).
    */
-  public static final List<String> DRIVERS = List.of("file", "local");
+  public static final List<String> DRIVERS = List.of("file", "local", "qnap");
+
+  /** This node's identity on network storage: its iSCSI initiator name, which a qnap target's ACL admits. */
+  static final Supplier<String> INITIATOR_NAME = () -> Iscsi.system().initiatorName();
 
   private static final System.Logger LOG = System.getLogger(DhvMain.class.getName());
   private static final Pattern SEMVER = Pattern.compile("[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?");
@@ -58,6 +63,14 @@ public final class DhvMain {
   }
 
   static int run(String[] args, Map<String, String> env, PrintStream out) {
+    return run(args, env, out, INITIATOR_NAME);
+  }
+
+  /**
+   * One operation; {@code storageNode} is this node's identity on network storage (tests on one
+   * host give two plugin instances two identities).
+   */
+  static int run(String[] args, Map<String, String> env, PrintStream out, Supplier<String> storageNode) {
     Optional<Operation> op = Optional.empty();
     try {
       Invocation inv = Invocation.parse(args);
@@ -77,7 +90,8 @@ public final class DhvMain {
       DhvStore store = new DhvStore(inv.dataDir());
       Map<String, Object> result;
       try (AutoCloseable lock = store.lock(req.volumeId());
-          DhvVolumes volumes = DhvVolumes.open(inv.driver(), inv.mode(), inv.dataDir(), inv.options(), req, store)) {
+          DhvVolumes volumes = DhvVolumes.open(inv.driver(), inv.mode(), inv.dataDir(), inv.options(), req, store,
+              storageNode)) {
         result = switch (inv.operation()) {
           case CREATE -> volumes.create();
           case DELETE -> volumes.delete();

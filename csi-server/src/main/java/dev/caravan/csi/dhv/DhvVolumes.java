@@ -7,9 +7,11 @@ import dev.caravan.csi.backend.Backends;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.VolumeRequest;
+import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.node.AccessMode;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
@@ -30,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * The DHV operations on one volume, as one short-lived process runs them, on top of the same layers
@@ -40,6 +43,13 @@ import java.util.Set;
  *
  * <p>Every path is derived from {@code DHV_VOLUME_ID} and {@code DHV_NODE_ID}: the volume is mounted
  * at {@code DHV_VOLUMES_DIR/<volume id>} and {@code DHV_CREATED_PATH} is never used.
+ *
+ * <p>Network storage (a backend whose controller {@link ControllerBackend#publishes publishes}: qnap)
+ * differs in two ways. Its volume is found on the storage by the name derived from the volume id
+ * when this node holds no record of it (create ran on another node), so publish, unpublish and
+ * delete work on any node. And the storage's own fence decides who holds it: before attaching, the
+ * volume is published to this node's storage identity (its iSCSI initiator name), which the storage
+ * refuses while another node's identity holds it; unpublish removes this node's identity again.
  */
 final class DhvVolumes implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(DhvVolumes.class.getName());
@@ -50,22 +60,38 @@ final class DhvVolumes implements AutoCloseable {
   private final Backend backend;
   private final ControllerBackend controller;
   private final NodeEngine engine;
+  private final Supplier<String> storageNode;
 
-  private DhvVolumes(Mode mode, DhvRequest req, DhvStore store, Backend backend, NodeEngine engine) {
+  private DhvVolumes(Mode mode, DhvRequest req, DhvStore store, Backend backend, NodeEngine engine,
+      Supplier<String> storageNode) {
     this.mode = mode;
     this.req = req;
     this.store = store;
     this.backend = backend;
     this.controller = backend.controller();
     this.engine = engine;
+    this.storageNode = storageNode;
   }
 
-  /** Opens the backend and this volume's node journal; call with the volume's lock held. */
+  /**
+   * Opens the backend and this volume's node journal; call with the volume's lock held.
+   *
+   * @param storageNode this node's identity on network storage (qnap: its iSCSI initiator name), read
+   *     only when the backend publishes
+   */
   static DhvVolumes open(String driver, Mode mode, Path dataDir, Map<String, String> options, DhvRequest req,
-      DhvStore store) {
+      DhvStore store, Supplier<String> storageNode) {
+    if (driver.equals("qnap")) {
+      List<String> chap = options.keySet().stream().filter(k -> k.contains("chap")).sorted().toList();
+      if (!chap.isEmpty()) {
+        throw DhvException.invalid("backend option(s) " + chap + " are not supported by the DHV plugin: a DHV"
+            + " operation receives no secrets to take the CHAP credentials from; the target's ACL (this node's"
+            + " initiator name) is the fence");
+      }
+    }
     NodeJournal journal = NodeJournal.open(store.journalDir(req.nodeId(), req.volumeId()));
     Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, journal.usage()));
-    return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal));
+    return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal), storageNode);
   }
 
   Set<String> knownParameters() {
@@ -136,6 +162,9 @@ final class DhvVolumes implements AutoCloseable {
               .findFirst());
       if (backendId.isPresent()) {
         engine.unstage(backendId.get(), canonicalMountPath());
+        if (mode == Mode.IMMEDIATE) {
+          unfence(backendId.get());
+        }
         controller.deleteVolume(backendId.get());
       }
       removeMountDirectory();
@@ -192,10 +221,10 @@ final class DhvVolumes implements AutoCloseable {
    */
   Map<String, Object> delete() {
     Path derived = req.mountPath();
-    req.createdPath().filter(p -> !p.equals(derived.toString())).ifPresent(p -> LOG.log(System.Logger.Level.INFO,
+    req.createdPath().filter(p -> !p.isEmpty() && !p.equals(derived.toString())).ifPresent(p -> LOG.log(System.Logger.Level.INFO,
         "volume " + req.volumeId() + ": DHV_CREATED_PATH is " + p + ", not the volume's own " + derived
             + " (Nomad's delete after a failed create passes its volumes directory); it is ignored"));
-    Optional<DhvRecord> found = store.read(req.volumeId());
+    Optional<DhvRecord> found = store.read(req.volumeId()).or(this::recordFromStorage);
     if (found.isEmpty()) {
       LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": nothing to delete");
       store.removeJournalDir(req.nodeId(), req.volumeId());
@@ -209,6 +238,11 @@ final class DhvVolumes implements AutoCloseable {
     Optional<String> backendId = rec.backendVolumeId().or(() -> finishCreateForDelete(rec));
     if (backendId.isPresent()) {
       engine.unstage(backendId.get(), canonicalMountPath());
+      if (mode == Mode.IMMEDIATE) {
+        unfence(backendId.get());
+      } else if (controller.publishes()) {
+        requireNotPublished(backendId.get());
+      }
       controller.deleteVolume(backendId.get());
     }
     removeMountDirectory();
@@ -242,7 +276,8 @@ final class DhvVolumes implements AutoCloseable {
    * formats if empty, grows and mounts at {@code DHV_VOLUMES_DIR/<volume id>}.
    */
   Map<String, Object> publish() {
-    DhvRecord rec = store.read(req.volumeId()).filter(r -> r.backendVolumeId().isPresent())
+    Optional<DhvRecord> local = store.read(req.volumeId()).filter(r -> r.backendVolumeId().isPresent());
+    DhvRecord rec = local.or(this::recordFromStorage)
         .orElseThrow(() -> DhvException.failed("volume " + req.volumeId() + " has not been created (or its create"
             + " did not finish); run create first"));
     Optional<String> holder = rec.publishedOn();
@@ -251,14 +286,19 @@ final class DhvVolumes implements AutoCloseable {
           + holder.get() + "; it has a single writer, so node " + req.nodeId() + " cannot publish it until node "
           + holder.get() + " unpublishes it");
     }
+    String backendId = rec.backendVolumeId().get();
+    if (controller.publishes()) {
+      requireNotHeldElsewhere(backendId);
+    }
     if (holder.isEmpty()) {
       store.write(rec.withPublishedOn(Optional.of(req.nodeId()))); // the claim first: a crash leaves it held here
     }
-    String backendId = rec.backendVolumeId().get();
+    boolean admitted = false;
     try {
       VolumeInfo info = controller.findVolume(backendId)
           .orElseThrow(() -> DhvException.failed("backend volume " + backendId + " of volume " + req.volumeId()
               + " does not exist"));
+      admitted = controller.publishes() && fence(backendId);
       mount(info, accessMode(req.accessMode()), req.readOnly(),
           DhvParameters.parse(rec.parameters(), knownParameters()));
       Map<String, Object> out = new LinkedHashMap<>();
@@ -267,25 +307,42 @@ final class DhvVolumes implements AutoCloseable {
       return out;
     } catch (RuntimeException e) {
       if (holder.isEmpty() && engine.journal().get(backendId).isEmpty()) {
-        store.write(rec); // the engine undid its stage; nothing holds the volume here
+        // The engine undid its stage; nothing holds the volume here, so the storage's fence is lifted too.
+        try {
+          if (admitted) {
+            unfence(backendId);
+          }
+          if (local.isPresent()) {
+            store.write(rec);
+          } else {
+            store.remove(req.volumeId());
+          }
+        } catch (RuntimeException undo) {
+          e.addSuppressed(undo);
+        }
       }
       throw e;
     }
   }
 
-  /** Unmounts and detaches the volume on this node and releases this node's claim; idempotent. */
+  /**
+   * Unmounts and detaches the volume on this node and releases this node's claim (on network storage:
+   * removes this node's identity from the fence); idempotent.
+   */
   Map<String, Object> unpublish() {
     Optional<DhvRecord> found = store.read(req.volumeId());
-    if (found.isEmpty()) {
-      store.removeJournalDir(req.nodeId(), req.volumeId());
-      return Map.of();
-    }
-    DhvRecord rec = found.get();
-    if (rec.backendVolumeId().isPresent()) {
-      engine.unstage(rec.backendVolumeId().get(), canonicalMountPath());
+    Optional<String> backendId = found.flatMap(DhvRecord::backendVolumeId)
+        .or(() -> recordFromStorage().flatMap(DhvRecord::backendVolumeId));
+    if (backendId.isPresent()) {
+      engine.unstage(backendId.get(), canonicalMountPath());
+      unfence(backendId.get());
     }
     removeMountDirectory();
     store.removeJournalDir(req.nodeId(), req.volumeId());
+    if (found.isEmpty()) {
+      return Map.of();
+    }
+    DhvRecord rec = found.get();
     if (rec.publishedOn().equals(Optional.of(req.nodeId()))) {
       store.write(rec.withPublishedOn(Optional.empty()));
     } else {
@@ -293,6 +350,77 @@ final class DhvVolumes implements AutoCloseable {
           + " is published on node " + n + ", not here; only this node's mount was checked"));
     }
     return Map.of();
+  }
+
+  // ---- network storage: finding the volume, the fence ----------------------------------------------
+
+  /**
+   * Network storage only: the volume as the storage holds it, for a node that holds no record of it
+   * (create ran elsewhere). Found by the lock key of the name create gave it, which the backend
+   * derives from that name alone; a record made up from this request, not yet written.
+   */
+  private Optional<DhvRecord> recordFromStorage() {
+    if (!controller.publishes()) {
+      return Optional.empty();
+    }
+    DhvRecord fresh = DhvRecord.of(req);
+    String key = controller.volumeLockKey(fresh.backendName());
+    return controller.listVolumes().stream()
+        .filter(v -> controller.volumeId(v.id()) instanceof IdShape.Ours o && o.lockKey().equals(key))
+        .findFirst().map(v -> fresh.withBackendVolumeId(v.id()));
+  }
+
+  /** This node's identity on the storage: what its fence admits. */
+  private String storageNode() {
+    return storageNode.get();
+  }
+
+  /** Refuses, naming them, while the storage's fence admits other nodes than this one. */
+  private void requireNotHeldElsewhere(String backendId) {
+    String self = storageNode();
+    List<String> others = controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of())
+        .stream().filter(n -> !n.equals(self)).toList();
+    if (!others.isEmpty()) {
+      throw new DhvException(DhvException.HELD_ELSEWHERE, "volume " + req.volumeId() + " is published on the node"
+          + " with initiator " + String.join(", ", others) + " (the storage's ACL admits only that node); it has a"
+          + " single writer, so node " + req.nodeId() + " (initiator " + self + ") cannot publish it until that"
+          + " node unpublishes it");
+    }
+  }
+
+  /**
+   * Network storage: publishes the volume to this node's identity (the storage refuses while another
+   * holds it); returns whether this call admitted it. Other backends have no fence: false.
+   */
+  private boolean fence(String backendId) {
+    if (!controller.publishes()) {
+      return false;
+    }
+    requireNotHeldElsewhere(backendId);
+    boolean before = controller.volumeStatus(backendId).map(s -> s.attachedNodes().contains(storageNode()))
+        .orElse(false);
+    controller.publishVolume(backendId, storageNode(), Map.of()); // re-checks: another node may have won since
+    return !before;
+  }
+
+  /**
+   * Deferred mode on network storage: refuses, naming them, while the storage's fence admits any node
+   * (only an unpublish on that node releases it; the backend would refuse the delete too, in CSI's words).
+   */
+  private void requireNotPublished(String backendId) {
+    List<String> holders = controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of());
+    if (!holders.isEmpty()) {
+      throw DhvException.failed("volume " + req.volumeId() + " is published on the node with initiator "
+          + String.join(", ", holders) + " (the storage's ACL admits it); a volume in use is never deleted:"
+          + " unpublish it there first");
+    }
+  }
+
+  /** Network storage: removes this node's identity from the volume's fence (idempotent). */
+  private void unfence(String backendId) {
+    if (controller.publishes()) {
+      controller.unpublishVolume(backendId, Optional.of(storageNode()));
+    }
   }
 
   // ---- the node side ---------------------------------------------------------------------------
@@ -303,6 +431,9 @@ final class DhvVolumes implements AutoCloseable {
           + " the plugin made");
     }
     Path path = canonicalMountPath();
+    if (mode == Mode.IMMEDIATE) {
+      fence(info.id()); // deferred: publish did, before its claim was recorded
+    }
     List<String> flags = readOnly && !accessMode.readOnly() ? List.of("ro") : List.of();
     NodeEngine.StageSpec spec = new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context()), path,
         AccessType.MOUNT, info.fsType(), flags, accessMode);

@@ -35,16 +35,27 @@ class DhvCommandTest {
     assertThat(status).isEqualTo(2);
   }
 
-  /** Backends the Nomad harness does not run as DHV plugins yet are not offered as plugins. */
+  /** qnap's plugins reach the appliance only through a root-only credentials file, named by path. */
   @Test
-  void backendsNotYetTestedAsPluginsAreRefused() throws IOException {
-    for (String driver : List.of("qnap")) {
-      int status = new CommandLine(new Main()).execute("dhv", "install", "--plugin-dir", work.toString(),
-          "--driver", driver);
-      assertThat(status).as(driver).isEqualTo(2);
-    }
-    try (var written = Files.list(work)) {
-      assertThat(written.toList()).as("no plugin written").isEmpty();
+  void qnapNeedsAnOwnerOnlyCredentialsFileAndWritesOnlyItsPath() throws IOException {
+    Path plugins = work.resolve("plugins");
+    String[] base = {"dhv", "install", "--plugin-dir", plugins.toString(), "--driver", "qnap",
+        "--option", "url=https://nas.example:443", "--option", "portals=10.0.0.5:3260"};
+    assertThat(new CommandLine(new Main()).execute(base)).as("no credentials file").isEqualTo(2);
+    Path creds = work.resolve("qnap.properties");
+    Files.writeString(creds, "user=admin\npassword=s3cret-value\n");
+    Files.setPosixFilePermissions(creds, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+    List<String> args = new java.util.ArrayList<>(List.of(base));
+    args.addAll(List.of("--option", "credentials-file=" + creds));
+    assertThat(new CommandLine(new Main()).execute(args.toArray(String[]::new))).as("a file others can read")
+        .isEqualTo(2);
+    assertThat(plugins).as("no plugin written").doesNotExist();
+
+    Files.setPosixFilePermissions(creds, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    assertThat(new CommandLine(new Main()).execute(args.toArray(String[]::new))).isZero();
+    for (String id : new String[] {"caravan-qnap", "caravan-qnap-deferred"}) {
+      assertThat(Files.readString(plugins.resolve(id))).contains("'credentials-file=" + creds + "'")
+          .contains("'--driver' 'qnap'").doesNotContain("s3cret-value");
     }
   }
 }
