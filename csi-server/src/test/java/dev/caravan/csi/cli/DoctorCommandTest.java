@@ -34,18 +34,14 @@ class DoctorCommandTest {
     }
   }
 
+  /** doctor with {@code args}, its data directory and mount root under this test's directory. */
   private Out doctor(String... args) {
-    StringWriter out = new StringWriter();
-    CommandLine cli = new CommandLine(new Main());
-    cli.setOut(new PrintWriter(out, true));
-    String[] all = new String[args.length + 5];
-    all[0] = "doctor";
-    System.arraycopy(args, 0, all, 1, args.length);
-    all[args.length + 1] = "--data-dir";
-    all[args.length + 2] = dir.resolve("data").toString();
-    all[args.length + 3] = "--mount-root";
-    all[args.length + 4] = dir.resolve("nomad/client/csi").toString();
-    return new Out(cli.execute(all), out.toString());
+    String[] all = java.util.Arrays.copyOf(args, args.length + 4);
+    all[args.length] = "--data-dir";
+    all[args.length + 1] = dir.resolve("data").toString();
+    all[args.length + 2] = "--mount-root";
+    all[args.length + 3] = dir.resolve("nomad/client/csi").toString();
+    return doctorRaw(all);
   }
 
   private static String status(boolean ok) {
