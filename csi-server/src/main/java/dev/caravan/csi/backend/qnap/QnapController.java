@@ -289,7 +289,7 @@ final class QnapController implements ControllerBackend {
   public void deleteVolume(String volumeId) {
     VolumeId v = parse(volumeId);
     usage.of(volumeId).ifPresent(u -> {
-      throw CsiException.failedPrecondition("volume " + volumeId + " is in use on this node: " + u.describe());
+      throw CsiException.failedPrecondition("volume_id " + volumeId + " is in use on this node: " + u.describe());
     });
     List<Lun> luns = api.luns();
     Optional<Lun> lun = luns.stream().filter(l -> l.name().equals(v.lunName()) && l.state() != LunState.GHOST)
