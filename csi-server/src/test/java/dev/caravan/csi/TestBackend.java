@@ -491,28 +491,7 @@ abstract class TestBackend {
     private Zfs() {}
 
     static String run(String... command) {
-      try {
-        Process p = new ProcessBuilder(command).start();
-        p.getOutputStream().close();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
-        String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).strip();
-        if (!p.waitFor(120, java.util.concurrent.TimeUnit.SECONDS)) {
-          p.destroyForcibly();
-          throw new AssertionError(String.join(" ", command) + " did not finish in 120 s");
-        }
-        if (p.exitValue() != 0) {
-          if (command[0].equals("zfs") && command[1].equals("list")) {
-            return "";
-          }
-          throw new AssertionError(String.join(" ", command) + " failed: " + err);
-        }
-        return out;
-      } catch (IOException e) {
-        throw new AssertionError(e);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError(e);
-      }
+      return GuestCommands.run(command);
     }
 
     /** {@code zfs get -Hp -o value <property> <dataset>}. */

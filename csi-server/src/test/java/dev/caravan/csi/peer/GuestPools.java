@@ -3,7 +3,6 @@ package dev.caravan.csi.peer;
 import dev.caravan.storage.HostCapabilities;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 
 /**
  * One small ZFS pool per node, each on a sparse file of its own, so that every plugin instance of a
@@ -99,27 +97,7 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
 
   /** Output of a command; "" when {@code zfs list} finds nothing; an AssertionError when anything else fails. */
   static String run(String... command) {
-    try {
-      Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-      p.getOutputStream().close();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      if (!p.waitFor(120, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        throw new AssertionError(String.join(" ", command) + " did not finish in 120 s");
-      }
-      if (p.exitValue() != 0) {
-        if (command[0].equals("zfs") && command[1].equals("list")) {
-          return "";
-        }
-        throw new AssertionError(String.join(" ", command) + " failed: " + out);
-      }
-      return out;
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
+    return dev.caravan.csi.GuestCommands.run(command);
   }
 
   @Override

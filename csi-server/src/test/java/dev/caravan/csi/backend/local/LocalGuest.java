@@ -1,13 +1,8 @@
 package dev.caravan.csi.backend.local;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.util.concurrent.TimeUnit;
 
 /** Shorthands for the local backend's guest tests: the pool, requests, and the zfs command as oracle. */
 final class LocalGuest {
@@ -36,24 +31,6 @@ final class LocalGuest {
 
   /** Runs a fixture command and returns its output; a failing {@code zfs list} yields "". */
   static String run(String... command) {
-    try {
-      Process p = new ProcessBuilder(command).redirectErrorStream(false).start();
-      p.getOutputStream().close();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-      if (p.exitValue() != 0) {
-        if (command[0].equals("zfs") && command[1].equals("list")) {
-          return "";
-        }
-        throw new AssertionError(String.join(" ", command) + " failed: " + err);
-      }
-      return out;
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
+    return dev.caravan.csi.GuestCommands.run(command);
   }
 }
