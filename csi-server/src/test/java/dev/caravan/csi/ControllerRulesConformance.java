@@ -4,7 +4,6 @@ import static dev.caravan.csi.Caps.MIB;
 import static dev.caravan.csi.GrpcOutcomes.code;
 import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.server.VolumeLocks;
@@ -279,12 +278,25 @@ abstract class ControllerRulesConformance {
     deleteVolume(id);
   }
 
-  /** A repeated CreateVolume whose requisite topology excludes the node of the existing volume. */
+  /**
+   * A repeated CreateVolume whose requisite topology names another node: ALREADY_EXISTS where the
+   * volume lives on one node (the requisite excludes it); where the volume is reachable from every node
+   * (qnap's LUNs), the requisite includes it, so the repeat is the same volume and no node is named.
+   */
   @Test
-  void aRepeatThatExcludesTheVolumesNodeIsAlreadyExists() throws IOException {
-    assumeTrue(backend().nodeLocal(), () -> "the " + backend().driver() + " backend's volumes have no node topology");
+  void aRepeatWhoseRequisiteNamesAnotherNodeIsAlreadyExistsOnlyWhereTheVolumeIsNodeLocal() throws IOException {
     f = PluginFixture.start(backend());
     Volume v = createVolume("placed", Caps.mount("ext4"));
+    if (!backend().nodeLocal()) {
+      Volume again = f.controller.createVolume(create("placed", Caps.mount("ext4"))
+          .setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(
+              Topology.newBuilder().putSegments("caravan.csi/node", "another-node"))).build()).getVolume();
+      assertThat(again.getVolumeId()).isEqualTo(v.getVolumeId());
+      assertThat(again.getAccessibleTopologyList()).isEmpty();
+      assertThat(volumeIds()).containsExactly(v.getVolumeId());
+      deleteVolume(v.getVolumeId());
+      return;
+    }
     StatusRuntimeException e = error(() -> f.controller.createVolume(create("placed", Caps.mount("ext4"))
         .setAccessibilityRequirements(TopologyRequirement.newBuilder().addRequisite(
             Topology.newBuilder().putSegments("caravan.csi/node", "another-node"))).build()));
