@@ -5,12 +5,29 @@ import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.backend.local.LocalBackend;
 import dev.caravan.csi.backend.qnap.QnapBackend;
 import java.util.List;
+import java.util.Set;
 
 /** Chooses a backend by driver name. */
 public final class Backends {
   public static final List<String> DRIVERS = List.of("file", "local", "qnap");
 
   private Backends() {}
+
+  /**
+   * The CreateVolume parameters {@code driver}'s volumes take; any other is refused.
+   *
+   * @throws IllegalArgumentException for an unknown driver
+   */
+  public static Set<String> parameters(String driver) {
+    return switch (driver) {
+      case "file" -> FileBackend.PARAMETERS;
+      case "local" -> LocalBackend.PARAMETERS;
+      case "qnap" -> QnapBackend.PARAMETERS;
+      default ->
+          throw new IllegalArgumentException(
+              "unknown driver '" + driver + "'; known drivers: " + String.join(", ", DRIVERS));
+    };
+  }
 
   /**
    * Opens the backend for {@code driver}.

@@ -14,10 +14,14 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -27,7 +31,8 @@ import picocli.CommandLine;
  * task's {@code caravan serve} arguments are what serve accepts (flags, driver, the config file next
  * to it, the HTTP listen address), its csi_plugin stanza is well formed and its
  * stage_publish_base_dir is Nomad's mount root for that plugin, and each volume spec names a plugin
- * the examples define.
+ * the examples define and only parameters of the backend that plugin runs; together the volume specs
+ * show every parameter of every backend.
  */
 class ExamplesTest {
   private static final Path EXAMPLES = Path.of("..", "examples").toAbsolutePath().normalize();
@@ -64,7 +69,7 @@ class ExamplesTest {
   void everyJobspecsPluginStanzaPathsAndPortsAreWhatServeExpects() throws Exception {
     List<Path> files = files();
     assertThat(files).as("the examples exist").isNotEmpty();
-    Set<String> pluginIds = new HashSet<>();
+    Map<String, String> driverOfPlugin = new HashMap<>();
     List<Path> volumeSpecs = new ArrayList<>();
     int pluginTasks = 0;
     for (Path file : files) {
@@ -84,21 +89,31 @@ class ExamplesTest {
         String id = string(plugin.get().body(), "id").orElseThrow(() -> new AssertionError(where + ": no csi_plugin id"));
         String type = string(plugin.get().body(), "type").orElse("");
         assertThat(PLUGIN_TYPES).as(where + ": csi_plugin type").contains(type);
-        pluginIds.add(id);
+        String driver = checkServeArguments(file, task, where);
+        String before = driverOfPlugin.putIfAbsent(id, driver);
+        assertThat(before == null || before.equals(driver)).as(where + ": plugin " + id + " runs one driver everywhere")
+            .isTrue();
         string(plugin.get().body(), "stage_publish_base_dir").ifPresent(dir ->
             assertThat(dir).as(where + ": stage_publish_base_dir is Nomad's host mount root for this plugin")
                 .endsWith("/csi/" + type + "/" + id));
-        checkServeArguments(file, task, where);
       }
     }
     assertThat(pluginTasks).as("plugin jobs among the examples").isPositive();
+    Map<String, Set<String>> explained = new TreeMap<>();
     for (Path spec : volumeSpecs) {
       Body body = parse(spec);
       String pluginId = string(body, "plugin_id").orElseThrow();
       String type = string(body, "type").orElse("csi");
       String where = EXAMPLES.relativize(spec) + ":" + body.attribute("plugin_id").orElseThrow().line();
       if (type.equals("csi")) {
-        assertThat(pluginIds).as(where + ": a CSI volume's plugin_id is a plugin the examples run").contains(pluginId);
+        assertThat(driverOfPlugin).as(where + ": a CSI volume's plugin_id is a plugin the examples run").containsKey(pluginId);
+        String driver = driverOfPlugin.get(pluginId);
+        for (Body.Block p : body.blocks("parameters")) {
+          Set<String> keys = p.body().attributes().stream().map(Body.Attribute::name).collect(Collectors.toSet());
+          assertThat(Backends.parameters(driver)).as(where + ": parameters the " + driver + " backend takes")
+              .containsAll(keys);
+          explained.computeIfAbsent(driver, d -> new TreeSet<>()).addAll(keys);
+        }
       } else {
         assertThat(pluginId).as(where + ": a host volume's plugin is one `caravan dhv install` writes")
             .matches("caravan-(" + String.join("|", DhvMain.DRIVERS) + ")(-deferred)?");
@@ -107,9 +122,14 @@ class ExamplesTest {
         string(p.body(), "fsType").ifPresent(fs -> assertThat(fs).as(where + ": fsType").isIn("ext4", "xfs"));
       }
     }
+    // Each backend's parameters are all shown, and explained, in some volume spec.
+    assertThat(explained).as("the backends whose volume specs the examples have").containsOnlyKeys(Backends.DRIVERS);
+    explained.forEach((driver, keys) ->
+        assertThat(keys).as("the " + driver + " parameters the volume specs show").isEqualTo(Backends.parameters(driver)));
   }
 
-  private static void checkServeArguments(Path file, Body.Block task, String where) throws Exception {
+  /** Checks a plugin task's {@code caravan serve} arguments; returns the driver it runs. */
+  private static String checkServeArguments(Path file, Body.Block task, String where) throws Exception {
     Body.Block config = task.body().blocks("config").getFirst();
     Value args = config.body().attribute("args").orElseThrow().value();
     assertThat(args).as(where + ": args is a list").isInstanceOf(Value.Tuple.class);
@@ -132,6 +152,7 @@ class ExamplesTest {
     if (serve.httpListen != null && !serve.httpListen.equals("off")) {
       HttpSettings.parseListen(serve.httpListen);
     }
+    String driver = serve.driver;
     if (serve.config != null) {
       assertThat(serve.config.getFileName().toString()).as(where + ": --config is HCL or JSON").matches(".*\\.(hcl|json)");
       // The example of that config, when the examples ship one (same name, or the file the node's is made from).
@@ -140,11 +161,23 @@ class ExamplesTest {
       for (Path example : List.of(sibling, base)) {
         if (Files.exists(example)) {
           CommandLine probe = new CommandLine(new ServeCommand());
-          ServeConfig.apply(example, ConfigFiles.read(example), probe.getCommandSpec(), Backends.DRIVERS,
+          Body read = ConfigFiles.read(example);
+          ServeConfig.apply(example, read, probe.getCommandSpec(), Backends.DRIVERS,
               () -> new CommandLine(new ServeCommand()), o -> false);
+          driver = driver != null ? driver : string(read, "driver").orElse(null);
         }
       }
     }
+    return driver != null ? driver : "file";
+  }
+
+  /** Text checks only: no YAML parser or Prometheus here. The port and path are the ones serve uses. */
+  @Test
+  void thePrometheusExampleScrapesServesPortAndPathOverMutualTls() throws IOException {
+    String yml = Files.readString(EXAMPLES.resolve("prometheus/caravan-scrape.yml"), StandardCharsets.UTF_8);
+    assertThat(yml).contains("metrics_path: /metrics", "scheme: https", "cert_file:", "key_file:")
+        .containsPattern("- [a-z0-9.-]+:" + HttpSettings.DEFAULT_PORT + "\\n");
+    assertThat(yml).contains("http_tls_client_ca");
   }
 
   @Test

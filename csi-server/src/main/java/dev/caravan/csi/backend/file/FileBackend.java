@@ -19,10 +19,14 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 
 /** The {@code file} backend: sparse files under a data directory, attached through loop devices. */
 public final class FileBackend implements Backend {
+  /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
+  public static final Set<String> PARAMETERS = FileController.PARAMETERS;
+
   public static final Path DEFAULT_DATA_DIR = Path.of("/var/lib/caravan/file");
 
   private final FileStore store;

@@ -69,6 +69,7 @@ final class FileController implements ControllerBackend {
   static final long MIN_EXT4 = 16 * MIB;
   static final long MIN_XFS = 300 * MIB;
   static final String PARAM_FS_TYPE = "fsType";
+  static final Set<String> PARAMETERS = Set.of(PARAM_FS_TYPE);
   static final String CONTEXT_FS_TYPE = "fsType";
   static final String CONTEXT_NODE = "node";
 
@@ -97,7 +98,7 @@ final class FileController implements ControllerBackend {
 
   @Override
   public Set<String> knownParameters() {
-    return Set.of(PARAM_FS_TYPE);
+    return PARAMETERS;
   }
 
   /** Ids are derived from names, so the id itself is the lock key, for the name and the id alike. */

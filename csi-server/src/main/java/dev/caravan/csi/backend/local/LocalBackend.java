@@ -22,6 +22,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -35,6 +36,9 @@ import java.util.TreeMap;
  * (ONLINE or DEGRADED).
  */
 public final class LocalBackend implements Backend {
+  /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
+  public static final Set<String> PARAMETERS = LocalParameters.KNOWN;
+
   private final Zfs zfs;
   private final LocalConfig config;
   private final LocalController controller;

@@ -10,6 +10,7 @@ import dev.caravan.csi.backend.Readiness;
 import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The {@code qnap} backend: iSCSI LUNs on a QNAP appliance (settings: {@link QnapConfig}; ids:
@@ -18,6 +19,9 @@ import java.util.Map;
  * which logs in to read the firmware; Probe is ready while the appliance answers.
  */
 public final class QnapBackend implements Backend {
+  /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
+  public static final Set<String> PARAMETERS = QnapController.PARAMETERS;
+
   private static final System.Logger LOG = System.getLogger(QnapBackend.class.getName());
 
   // A login to a dead portal ends within iscsid's login timeout (15 s by default): one attempt only.
