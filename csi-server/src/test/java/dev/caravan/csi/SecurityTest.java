@@ -28,8 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * The observe port's security model: loopback by default, a non-loopback bind refused without a
- * token or mTLS (by the settings, the plugin and {@code caravan serve}), bearer tokens compared in
+ * The observe port's security model: loopback by default, a non-loopback bind refused without TLS and
+ * a token or mTLS (by the settings, the plugin and {@code caravan serve}), bearer tokens compared in
  * constant time, and mutual TLS with certificates made here by a throwaway CA.
  */
 class SecurityTest {
@@ -63,13 +63,17 @@ class SecurityTest {
   }
 
   @Test
-  void nonLoopbackWithoutTokenOrMtlsIsRefused() throws Exception {
+  void nonLoopbackWithoutEncryptionAndAuthenticationIsRefused() throws Exception {
     HttpSettings open = HttpSettings.parseListen("0.0.0.0:0");
     assertThatThrownBy(open::check).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("--http-token-file");
+        .hasMessageContaining("without encryption").hasMessageContaining("--http-tls-cert");
+    HttpSettings tokenOnly = open.withToken(Optional.of(dir.resolve("token")));
+    assertThatThrownBy(tokenOnly::check).as("a token in plain HTTP crosses the network readable")
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("without encryption");
     HttpSettings tlsOnly = open.withTls(Optional.of(dir.resolve("c")), Optional.of(dir.resolve("k")), Optional.empty());
     assertThatThrownBy(tlsOnly::check).as("TLS without client certificates is not authentication")
-        .isInstanceOf(IllegalArgumentException.class);
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("without authentication");
+    tlsOnly.withToken(Optional.of(dir.resolve("token"))).check();
     HttpSettings.parseListen("127.0.0.1:0").check();
     HttpSettings.parseListen("[::1]:0").check();
 
@@ -79,12 +83,17 @@ class SecurityTest {
         "--data-dir", dir.resolve("data").toString(), "--node-id", "n1", "--http-listen", "0.0.0.0:0");
     assertThat(code).isEqualTo(2);
     assertThat(Files.exists(socket)).isFalse();
+    Path tokenFile = Files.writeString(dir.resolve("token"), TOKEN + "\n");
+    assertThat(new CommandLine(new Main()).execute("serve", "--driver=file", "--endpoint", "unix://" + socket,
+        "--data-dir", dir.resolve("data").toString(), "--node-id", "n1", "--http-listen", "0.0.0.0:0",
+        "--http-token-file", tokenFile.toString())).as("a token without TLS off loopback").isEqualTo(2);
+    assertThat(Files.exists(socket)).isFalse();
   }
 
   @Test
   void tokenIsRequiredAndComparedWholly() throws Exception {
     Path tokenFile = Files.writeString(dir.resolve("token"), TOKEN + "\n");
-    start(HttpSettings.parseListen("0.0.0.0:0").withToken(Optional.of(tokenFile)));
+    start(HttpSettings.parseListen("127.0.0.1:0").withToken(Optional.of(tokenFile)));
     try (HttpClient client = HttpClient.newHttpClient()) {
       String url = "http://127.0.0.1:" + port() + "/metrics";
       assertThat(get(client, url, Optional.empty()).statusCode()).isEqualTo(401);
@@ -107,6 +116,30 @@ class SecurityTest {
     Path tokenFile = Files.writeString(dir.resolve("token"), "short");
     assertThatThrownBy(() -> HttpSettings.loopback(0).withToken(Optional.of(tokenFile)).readToken())
         .isInstanceOf(IllegalArgumentException.class).hasMessageNotContaining("short\"");
+  }
+
+  @Test
+  void offLoopbackTheTokenTravelsOnlyInsideTls() throws Exception {
+    KeyPair caKey = keyPair();
+    X509Certificate ca = cert("CN=caravan-test-ca", caKey, "CN=caravan-test-ca", caKey.getPrivate(), true);
+    KeyPair serverKey = keyPair();
+    X509Certificate server = cert("CN=caravan-test-ca", serverKey, "CN=localhost", caKey.getPrivate(), false);
+    Path caPem = pem(dir.resolve("ca.pem"), ca);
+    Path tokenFile = Files.writeString(dir.resolve("token"), TOKEN + "\n");
+    start(HttpSettings.parseListen("0.0.0.0:0").withToken(Optional.of(tokenFile))
+        .withTls(Optional.of(pem(dir.resolve("server.pem"), server)),
+            Optional.of(key(dir.resolve("server.key"), serverKey.getPrivate())), Optional.empty()));
+
+    try (HttpClient tls = HttpClient.newBuilder()
+        .sslContext(Pem.context(Optional.empty(), Optional.empty(), Optional.of(caPem))).build()) {
+      String url = "https://127.0.0.1:" + port() + "/v1/volume-stats";
+      assertThat(get(tls, url, Optional.empty()).statusCode()).isEqualTo(401);
+      assertThat(get(tls, url, Optional.of(TOKEN)).statusCode()).isEqualTo(200);
+    }
+    try (HttpClient plain = HttpClient.newHttpClient()) {
+      assertThatThrownBy(() -> get(plain, "http://127.0.0.1:" + port() + "/metrics", Optional.of(TOKEN)))
+          .as("the port speaks only TLS").isInstanceOf(IOException.class);
+    }
   }
 
   @Test

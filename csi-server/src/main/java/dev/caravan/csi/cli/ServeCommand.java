@@ -84,7 +84,8 @@ final class ServeCommand implements Callable<Integer> {
   Long drainSeconds;
 
   @Option(names = "--http-listen", description = "HOST:PORT of the usage/metrics/inspector HTTP server, or 'off'"
-      + " (default: 127.0.0.1:9633). A non-loopback address needs --http-token-file or mTLS.")
+      + " (default: 127.0.0.1:9633). A non-loopback address needs TLS"
+      + " (--http-tls-cert, --http-tls-key) and --http-tls-client-ca (mTLS) or --http-token-file.")
   String httpListen;
 
   @Option(names = "--http-token-file", description = "File holding the bearer token every HTTP request must carry.")

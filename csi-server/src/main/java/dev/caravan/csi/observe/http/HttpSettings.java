@@ -12,8 +12,8 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * Where and how the observe HTTP server listens. Loopback by default; any other address needs a
- * bearer token (read from a file, never from the command line) or mutual TLS (server certificate and
+ * Where and how the observe HTTP server listens. Loopback by default; any other address needs TLS and
+ * a bearer token (read from a file, never from the command line) or mutual TLS (server certificate and
  * key, plus the CA that client certificates must chain to). {@link #check()} enforces that.
  *
  * @param tlsClientCa when set with the certificate and key, clients must present a certificate signed by it
@@ -90,10 +90,20 @@ public record HttpSettings(
     if (tlsClientCa.isPresent() && !tls()) {
       throw new IllegalArgumentException("--http-tls-client-ca needs --http-tls-cert and --http-tls-key");
     }
-    if (!loopbackOnly() && tokenFile.isEmpty() && !mutualTls()) {
+    if (loopbackOnly()) {
+      return;
+    }
+    // Off loopback a bearer token over plain HTTP would cross the network readable by anyone on the
+    // path, and with it every request it authorizes: encryption is required, not only authentication.
+    if (!tls()) {
       throw new IllegalArgumentException("refusing to serve usage, metrics and the inspector on " + host + ":" + port
-          + " (not a loopback address) without authentication: give --http-token-file, or mTLS with"
-          + " --http-tls-cert, --http-tls-key and --http-tls-client-ca (or listen on 127.0.0.1)");
+          + " (not a loopback address) without encryption: give --http-tls-cert and --http-tls-key, with"
+          + " --http-tls-client-ca (mTLS) or --http-token-file (or listen on 127.0.0.1)");
+    }
+    if (tokenFile.isEmpty() && !mutualTls()) {
+      throw new IllegalArgumentException("refusing to serve usage, metrics and the inspector on " + host + ":" + port
+          + " (not a loopback address) without authentication: give --http-tls-client-ca (mTLS) or"
+          + " --http-token-file (or listen on 127.0.0.1)");
     }
   }
 
