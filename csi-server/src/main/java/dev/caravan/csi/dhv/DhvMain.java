@@ -80,7 +80,7 @@ public final class DhvMain {
         return 0;
       }
       if (inv.mode() == Mode.IMMEDIATE && (inv.operation() == Operation.PUBLISH
-          || inv.operation() == Operation.UNPUBLISH)) {
+          || inv.operation() == Operation.UNPUBLISH || inv.operation() == Operation.RELEASE)) {
         throw DhvException.invalid(inv.operation().id() + " exists only in deferred mode; this plugin binds"
             + " volumes at create");
       }
@@ -97,6 +97,7 @@ public final class DhvMain {
           case DELETE -> volumes.delete();
           case PUBLISH -> volumes.publish();
           case UNPUBLISH -> volumes.unpublish();
+          case RELEASE -> volumes.release(env.getOrDefault("DHV_RELEASE_INITIATOR", ""));
           case FINGERPRINT -> throw new IllegalStateException("answered above");
         };
       }

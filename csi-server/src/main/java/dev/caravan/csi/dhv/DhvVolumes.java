@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.Backends;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRef;
@@ -350,6 +351,50 @@ final class DhvVolumes implements AutoCloseable {
           + " is published on node " + n + ", not here; only this node's mount was checked"));
     }
     return Map.of();
+  }
+
+  /**
+   * Run by an operator, never by Nomad: removes a lost node's identity from the volume's fence on
+   * network storage, so that another node can publish it; the CSI path's {@code nomad volume detach}.
+   * The holder is named, and must be the one the storage admits, so a release never takes a volume
+   * from a node the operator did not mean; this node's own identity is refused (its unpublish unmounts
+   * first). Idempotent: a volume that nobody holds, or that no longer exists, is left as it is.
+   */
+  Map<String, Object> release(String initiator) {
+    if (!controller.publishes()) {
+      throw DhvException.invalid("release exists only for network storage (caravan-qnap-deferred), whose fence"
+          + " another node can lift; this backend's volumes live on the node that holds them");
+    }
+    if (initiator.isBlank() || !initiator.chars().allMatch(c -> c > 0x20 && c < 0x7f)) {
+      throw DhvException.invalid("DHV_RELEASE_INITIATOR '" + IdRules.printable(initiator)
+          + "' must name the iSCSI initiator to release (the one a refused publish names)");
+    }
+    if (initiator.equals(storageNode())) {
+      throw DhvException.invalid("DHV_RELEASE_INITIATOR " + initiator + " is this node's own initiator; run"
+          + " unpublish here instead, which unmounts and logs out before it lifts the fence");
+    }
+    Optional<String> backendId = store.read(req.volumeId()).flatMap(DhvRecord::backendVolumeId)
+        .or(() -> recordFromStorage().flatMap(DhvRecord::backendVolumeId));
+    if (backendId.isEmpty()) {
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + " does not exist on the storage; nothing to"
+          + " release");
+      return Map.of();
+    }
+    List<String> holders = controller.volumeStatus(backendId.get()).map(VolumeStatus::attachedNodes)
+        .orElse(List.of());
+    if (holders.isEmpty()) {
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": no node holds it; nothing to release");
+      return Map.of();
+    }
+    if (!holders.contains(initiator)) {
+      throw DhvException.failed("volume " + req.volumeId() + " is held by the node with initiator "
+          + String.join(", ", holders) + ", not " + initiator + "; nothing was released");
+    }
+    LOG.log(System.Logger.Level.WARNING, "volume " + req.volumeId() + ": releasing it from the node with initiator "
+        + initiator + " at the operator's request; that node can no longer reach it, and writes it had not"
+        + " yet flushed to the storage never get there");
+    controller.unpublishVolume(backendId.get(), Optional.of(initiator));
+    return Map.of("released", initiator);
   }
 
   // ---- network storage: finding the volume, the fence ----------------------------------------------

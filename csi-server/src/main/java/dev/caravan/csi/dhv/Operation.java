@@ -4,13 +4,17 @@ import java.util.Arrays;
 import java.util.Optional;
 import java.util.stream.Collectors;
 
-/** The operations Nomad names in argv[1] and {@code DHV_OPERATION}; the last two only in deferred mode. */
+/**
+ * The operations named in argv[1] and {@code DHV_OPERATION}: Nomad's (publish and unpublish only in
+ * deferred mode), and {@code release}, which only an operator runs (docs/dhv-deferred-binding.md §7).
+ */
 enum Operation {
   FINGERPRINT("fingerprint"),
   CREATE("create"),
   DELETE("delete"),
   PUBLISH("publish"),
-  UNPUBLISH("unpublish");
+  UNPUBLISH("unpublish"),
+  RELEASE("release");
 
   private final String id;
 

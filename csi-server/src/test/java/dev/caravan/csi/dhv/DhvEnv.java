@@ -75,6 +75,20 @@ final class DhvEnv {
     return env;
   }
 
+  /**
+   * What an operator sets to run {@code release} by hand (README, "Dynamic Host Volumes"): no more
+   * than this.
+   */
+  static Map<String, String> release(Node n, Volume v, String initiator) {
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("DHV_OPERATION", "release");
+    env.put("DHV_VOLUME_ID", v.id());
+    env.put("DHV_NODE_ID", n.id());
+    env.put("DHV_VOLUMES_DIR", n.volumesDir().toString());
+    env.put("DHV_RELEASE_INITIATOR", initiator);
+    return env;
+  }
+
   private static Map<String, String> common(String op, Node n, Volume v) {
     Map<String, String> env = new LinkedHashMap<>();
     env.put("DHV_OPERATION", op);

@@ -142,6 +142,40 @@ class DhvPluginOnQnapSimulatorTest {
     assertThat(world.appliance.objects()).isEmpty();
   }
 
+  @Test
+  void anOperatorReleasesALostNodesHoldOnlyByNamingThatNode() {
+    Volume v = volume("lost", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    try (Backend operator = world.backend()) {
+      operator.controller().publishVolume(id, INITIATOR_A, Map.of()); // node A took it, then was lost
+    }
+    QnapDhvWorld.Outcome wrong = world.run(nodeB, "deferred",
+        DhvEnv.release(nodeB.env(), v, "iqn.2026-01.dev.caravan.test:someone-else"));
+    assertThat(wrong.status()).as(wrong.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(wrong.stdout()).contains("held by the node with initiator " + INITIATOR_A)
+        .contains("nothing was released");
+    QnapDhvWorld.Outcome self = world.run(nodeB, "deferred", DhvEnv.release(nodeB.env(), v, INITIATOR_B));
+    assertThat(self.status()).as(self.toString()).isEqualTo(DhvException.INVALID);
+    assertThat(self.stdout()).contains("this node's own initiator").contains("unpublish");
+    QnapDhvWorld.Outcome unnamed = world.run(nodeB, "deferred", DhvEnv.release(nodeB.env(), v, ""));
+    assertThat(unnamed.status()).as(unnamed.toString()).isEqualTo(DhvException.INVALID);
+    assertThat(unnamed.stdout()).contains("DHV_RELEASE_INITIATOR");
+    QnapDhvWorld.Outcome immediate = world.run(nodeB, "immediate", DhvEnv.release(nodeB.env(), v, INITIATOR_A));
+    assertThat(immediate.status()).as(immediate.toString()).isEqualTo(DhvException.INVALID);
+    assertThat(world.appliance.acl(id)).as("no refused release changed the ACL").containsExactly(INITIATOR_A);
+    QnapDhvWorld.Outcome held = world.run(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
+    assertThat(held.status()).as("held: " + held).isEqualTo(DhvException.FAILED);
+
+    assertThat(world.ok(nodeB, "deferred", DhvEnv.release(nodeB.env(), v, INITIATOR_A)))
+        .isEqualTo(Map.of("released", INITIATOR_A));
+    assertThat(world.appliance.acl(id)).as("A's initiator is out of the ACL: A can no longer log in").isEmpty();
+    assertThat(world.ok(nodeB, "deferred", DhvEnv.release(nodeB.env(), v, INITIATOR_A))).as("again").isEmpty();
+    world.ok(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
+    assertThat(world.appliance.objects()).isEmpty();
+    assertThat(world.ok(nodeB, "deferred", DhvEnv.release(nodeB.env(), v, INITIATOR_A))).as("deleted").isEmpty();
+  }
+
   // ---- the installed executable and the appliance's credentials ---------------------------------
 
   @Test
