@@ -1,7 +1,7 @@
 # Caravan's qnap node plugin: one per client (a system job), as root on the host, because iscsiadm,
 # iscsid's socket, the node database (/etc/iscsi) and multipathd's socket are the host's.
-# /etc/caravan/qnap-node.hcl holds the settings of qnap.hcl plus this node's id, its
-# initiator name: node_id = "<InitiatorName from /etc/iscsi/initiatorname.iscsi>".
+# /etc/caravan/qnap-node.hcl is qnap-node.hcl here: the portals and this node's id (its initiator
+# name), and no appliance URL or account, which only the controller needs.
 
 variable "caravan_home" {
   type    = string

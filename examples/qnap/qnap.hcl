@@ -3,9 +3,7 @@
 # the file. An unknown key or a bad value stops serve naming this file, the line and the rule.
 driver = "qnap"
 
-# On each node, /etc/caravan/qnap-node.hcl is this file plus the node's id, its initiator name
-# (InitiatorName in /etc/iscsi/initiatorname.iscsi):
-# node_id = "iqn.1993-08.org.debian:01:0123456789ab"
+# The controller's config. The nodes' is qnap-node.hcl: portals and node id, no appliance account.
 
 qnap {
   url = "https://nas.example.internal:443"

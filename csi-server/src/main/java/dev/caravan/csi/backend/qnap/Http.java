@@ -48,7 +48,7 @@ final class Http implements AutoCloseable {
       if (config.insecure()) {
         LOG.log(System.Logger.Level.WARNING, "qnap: TLS certificate checks of {0} are OFF"
             + " (qnap.insecure-skip-tls-verify=true): anyone on the path can read the administrator password;"
-            + " give the appliance a certificate and set qnap.ca-file instead", config.url());
+            + " give the appliance a certificate and set qnap.ca-file instead", config.url().orElseThrow());
         tls = SSLContext.getInstance("TLS");
         tls.init(null, new TrustManager[] {new TrustAnything()}, null);
       } else if (config.caFile().isPresent()) {
@@ -60,7 +60,7 @@ final class Http implements AutoCloseable {
       throw new IllegalArgumentException("qnap.ca-file " + config.caFile().orElse(null) + " cannot be used: "
           + e.getMessage(), e);
     }
-    return new Http(config.url(), tls, config.requestTimeout());
+    return new Http(config.url().orElseThrow(), tls, config.requestTimeout());
   }
 
   URI base() {

@@ -10,13 +10,17 @@ import dev.caravan.csi.backend.Readiness;
 import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
  * The {@code qnap} backend: iSCSI LUNs on a QNAP appliance (settings: {@link QnapConfig}; ids:
  * {@link QnapIds}; the fence: {@link QnapController}; the node half, open-iscsi and multipath:
  * {@link QnapNode}). Opening does not contact the appliance unless {@code qnap.transport=auto},
- * which logs in to read the firmware; Probe is ready while the appliance answers.
+ * which logs in to read the firmware; Probe is ready while the appliance answers. Without
+ * {@code qnap.url} the instance is node-only: no appliance account, no API, controller calls refused
+ * ({@link NoAppliance}), and Probe ready whatever the appliance's API does, since attaching needs only
+ * the iSCSI portals.
  */
 public final class QnapBackend implements Backend {
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
@@ -30,12 +34,12 @@ public final class QnapBackend implements Backend {
   private static final java.time.Duration DEVICE_WAIT = java.time.Duration.ofSeconds(60);
 
   private final QnapApi api;
-  private final Http http;
+  private final Optional<Http> http;
   private final String transport;
   private final QnapController controller;
   private final QnapNode node;
 
-  private QnapBackend(QnapApi api, Http http, String transport, QnapController controller, QnapNode node) {
+  private QnapBackend(QnapApi api, Optional<Http> http, String transport, QnapController controller, QnapNode node) {
     this.api = api;
     this.node = node;
     this.http = http;
@@ -49,17 +53,18 @@ public final class QnapBackend implements Backend {
 
   static QnapBackend open(BackendConfig backendConfig, Map<String, String> env) {
     QnapConfig config = QnapConfig.parse(backendConfig.options());
+    Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
+    logIface(config, initiator);
+    QnapNode node = new QnapNode(initiator, DEVICE_WAIT);
+    if (config.nodeOnly()) {
+      LOG.log(System.Logger.Level.INFO, "qnap: node side only (no qnap.url): no appliance account, controller calls"
+          + " refused");
+      NoAppliance none = new NoAppliance();
+      return new QnapBackend(none, Optional.empty(), "none", new QnapController(none, config, backendConfig.nodeUsage()),
+          node);
+    }
     Credentials credentials = Credentials.load(config.credentialsFile(), env);
     Http http = Http.open(config);
-    Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
-    if (config.iscsiIface().isPresent()) {
-      try {
-        LOG.log(System.Logger.Level.INFO, "qnap: the node side logs in through iSCSI interface {0} as {1}",
-            config.iscsiIface().get(), initiator.initiatorName());
-      } catch (dev.caravan.storage.StorageException e) {
-        throw new IllegalStateException("qnap.iscsi-iface: " + e.getMessage(), e);
-      }
-    }
     Session session = new Session(http, credentials, config.loginRetry(), Clock.systemUTC());
     QnapApi api;
     String transport;
@@ -90,8 +95,19 @@ public final class QnapBackend implements Backend {
       }
       default -> throw new IllegalStateException("unreachable");
     }
-    return new QnapBackend(api, http, transport, new QnapController(api, config, backendConfig.nodeUsage()),
-        new QnapNode(initiator, DEVICE_WAIT));
+    return new QnapBackend(api, Optional.of(http), transport,
+        new QnapController(api, config, backendConfig.nodeUsage()), node);
+  }
+
+  private static void logIface(QnapConfig config, Initiator initiator) {
+    if (config.iscsiIface().isPresent()) {
+      try {
+        LOG.log(System.Logger.Level.INFO, "qnap: the node side logs in through iSCSI interface {0} as {1}",
+            config.iscsiIface().get(), initiator.initiatorName());
+      } catch (dev.caravan.storage.StorageException e) {
+        throw new IllegalStateException("qnap.iscsi-iface: " + e.getMessage(), e);
+      }
+    }
   }
 
   @Override
@@ -116,7 +132,7 @@ public final class QnapBackend implements Backend {
    */
   @Override
   public BackendObject describe(String volumeId) {
-    BackendObject base = Backend.super.describe(volumeId);
+    BackendObject base = Backend.super.describe(volumeId); // node-only: refused, as every appliance read is
     Map<String, String> properties = new LinkedHashMap<>(base.properties());
     try {
       controller.volumeStatus(volumeId)
@@ -130,6 +146,9 @@ public final class QnapBackend implements Backend {
 
   @Override
   public Readiness readiness() {
+    if (api instanceof NoAppliance) {
+      return Readiness.ready("QNAP node side only (no qnap.url): attaches through the iSCSI portals, no appliance API");
+    }
     try {
       QnapApi.Appliance a = api.appliance();
       return Readiness.ready("QNAP " + a.model() + " firmware " + a.firmware() + " over the " + transport + " API");
@@ -144,7 +163,7 @@ public final class QnapBackend implements Backend {
     try {
       api.close();
     } finally {
-      http.close();
+      http.ifPresent(Http::close);
     }
   }
 }

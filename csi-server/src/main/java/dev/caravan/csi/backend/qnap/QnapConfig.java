@@ -20,8 +20,10 @@ import java.util.regex.Pattern;
  * setting: they come from {@code credentials-file} or the environment ({@link Credentials}).
  *
  * <ul>
- *   <li>{@code url} (required): the appliance's management URL, {@code https://nas:443}; plain
- *       {@code http} only to a loopback address;
+ *   <li>{@code url}: the appliance's management URL, {@code https://nas:443}; plain {@code http} only
+ *       to a loopback address. Without it the instance is node-only ({@link #nodeOnly()}): it holds
+ *       no appliance account, takes only {@code portals} and {@code iscsi-iface}, and refuses
+ *       controller calls;
  *   <li>{@code transport}: {@code cgi} (QTS 5.x, QuTS hero h5), {@code rest} (hero h5/h6) or
  *       {@code auto} (default: REST on hero, CGI otherwise, read from the login CGI's firmware facts);
  *   <li>{@code ca-file}: PEM CA the appliance's certificate must chain to (default: the JVM's CAs);
@@ -45,7 +47,7 @@ import java.util.regex.Pattern;
  * </ul>
  */
 record QnapConfig(
-    URI url,
+    Optional<URI> url,
     Transport transport,
     Optional<Path> caFile,
     boolean insecure,
@@ -73,6 +75,9 @@ record QnapConfig(
       "mutual-chap-user-secret", "mutual-chap-password-secret", "clone-mode", "request-timeout-seconds",
       "ready-timeout-seconds", "login-retry-seconds", "iscsi-iface");
 
+  /** What a node-only instance takes; every other key configures the appliance's API. */
+  static final Set<String> NODE_KEYS = Set.of("portals", "iscsi-iface");
+
   private static final Pattern PORTAL = Pattern.compile("[A-Za-z0-9.-]{1,253}|\\[[0-9A-Fa-f:]{2,39}\\]");
   private static final Pattern SECRET_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,63}");
 
@@ -81,6 +86,11 @@ record QnapConfig(
   }
 
   /** Parses and checks the options; IllegalArgumentException naming the key and the rule. */
+  /** Whether this instance has no appliance: the node side only, with no credentials. */
+  boolean nodeOnly() {
+    return url.isEmpty();
+  }
+
   static QnapConfig parse(Map<String, String> options) {
     Set<String> unknown = new TreeSet<>(options.keySet());
     unknown.removeAll(KEYS);
@@ -88,8 +98,17 @@ record QnapConfig(
       throw new IllegalArgumentException("unknown qnap backend option(s) " + unknown.stream().map(k -> "qnap." + k).toList()
           + "; known: " + new TreeSet<>(KEYS).stream().map(k -> "qnap." + k).toList());
     }
-    URI url = url(get(options, "url").orElseThrow(() -> new IllegalArgumentException(
-        "the qnap backend needs qnap.url, the appliance's management URL (e.g. https://nas.example:443)")));
+    Optional<URI> url = get(options, "url").map(QnapConfig::url);
+    if (url.isEmpty()) {
+      Set<String> api = new TreeSet<>(options.keySet());
+      api.removeAll(NODE_KEYS);
+      if (!api.isEmpty()) {
+        throw new IllegalArgumentException(api.stream().map(k -> "qnap." + k).toList() + " configure the appliance's"
+            + " API, which needs qnap.url, the appliance's management URL (e.g. https://nas.example:443); an"
+            + " instance without qnap.url serves the node side only and takes only "
+            + new TreeSet<>(NODE_KEYS).stream().map(k -> "qnap." + k).toList());
+      }
+    }
     Transport transport = switch (get(options, "transport").orElse("auto")) {
       case "cgi" -> Transport.CGI;
       case "rest" -> Transport.REST;

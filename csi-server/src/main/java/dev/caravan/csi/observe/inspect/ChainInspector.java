@@ -3,6 +3,7 @@ package dev.caravan.csi.observe.inspect;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendObject;
+import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.node.StagedVolume.Published;
@@ -68,7 +69,16 @@ public final class ChainInspector {
       diskError = e.getMessage();
     }
     Optional<StagedVolume> disk = readBack;
-    BackendObject object = backend.describe(volumeId);
+    // The storage may not answer (an appliance away, or a node-only instance that has none): the other
+    // layers are still this node's to show, and nothing is concluded from a silence.
+    BackendObject object;
+    Optional<String> backendError = Optional.empty();
+    try {
+      object = backend.describe(volumeId);
+    } catch (CsiException e) {
+      backendError = Optional.of(e.getMessage());
+      object = new BackendObject(backend.driver(), Optional.empty(), false, Map.of(), List.of(), Optional.empty());
+    }
     Optional<StagedVolume> record = memory.or(() -> disk);
 
     // ---- journal ----
@@ -111,8 +121,12 @@ public final class ChainInspector {
     backendEvidence.put("properties", object.properties());
     backendEvidence.put("snapshots", object.snapshots());
     backendEvidence.put("attached_device", object.attachedDevice().map(Path::toString));
-    String backendState = object.exists() ? "ok" : "missing";
-    if (!object.exists() && record.isPresent()) {
+    if (backendError.isPresent()) {
+      backendEvidence.put("error", backendError.get());
+    }
+    boolean backendKnown = backendError.isEmpty();
+    String backendState = !backendKnown ? "unknown" : object.exists() ? "ok" : "missing";
+    if (backendKnown && !object.exists() && record.isPresent()) {
       findings.add(Finding.error("backend-object-missing",
           "The journal says " + volumeId + " is staged here, but its backing " + object.kind() + " "
               + object.location().orElse("object") + " does not exist.",
@@ -159,7 +173,9 @@ public final class ChainInspector {
           .map(m -> m.mountPoint().toString()).toList());
       boolean backendAgrees = object.attachedDevice().map(d::equals).orElse(false);
       attachState = present && backendAgrees ? "ok" : "detached";
-      if (recordedDevice.isPresent() && !backendAgrees) {
+      if (!backendKnown) {
+        attachState = present ? "unverified" : "detached";
+      } else if (recordedDevice.isPresent() && !backendAgrees) {
         findings.add(Finding.error("device-detached",
             "The journal records " + d + " as the device of " + volumeId + ", but "
                 + (object.attachedDevice().isPresent()

@@ -6,16 +6,24 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.CapacityRange;
+import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Call;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Flavour;
+import dev.caravan.csi.node.NodeJournal;
+import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.observe.inspect.Chain;
+import dev.caravan.csi.observe.inspect.ChainInspector;
+import dev.caravan.csi.observe.stats.UsageCollector;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Opening the backend: the transport picked from the firmware, credentials from the environment. */
 class QnapBackendTest {
@@ -67,6 +75,38 @@ class QnapBackendTest {
       b.controller().unpublishVolume(id, Optional.of("iqn.2026-01.dev.caravan.test:node-a"));
       assertThat(b.describe(id).properties()).containsEntry("publishedTo", "");
     }
+  }
+
+  /**
+   * The node plugin's config: portals, no appliance. It needs no account (an empty environment), is ready
+   * without asking any appliance, and refuses controller calls naming why; appliance settings without
+   * qnap.url are a mistake (a controller config that lost its url), refused at start.
+   */
+  @Test
+  void withoutAUrlTheInstanceIsNodeOnlyHoldsNoAccountAndRefusesControllerCalls(@TempDir Path work) {
+    BackendConfig node = new BackendConfig("iqn.1993-08.org.debian:01:a", Path.of("/nonexistent"),
+        Map.of("portals", "192.0.2.10,192.0.2.11"), NodeUsage.none());
+    try (QnapBackend b = QnapBackend.open(node, Map.of())) {
+      assertThat(b.readiness().ready()).isTrue();
+      assertThat(b.readiness().detail()).contains("node side only");
+      assertThatThrownBy(() -> b.controller().createVolume(new VolumeRequest("x", new CapacityRange(1L << 30, 0),
+          Set.of(AccessType.MOUNT), Optional.of("ext4"), Map.of(), Optional.empty(), List.of(), List.of())))
+          .isInstanceOf(CsiException.class).hasMessageContaining("node side only").hasMessageContaining("qnap.url")
+          .extracting(e -> ((CsiException) e).kind()).isEqualTo(CsiException.Kind.FAILED_PRECONDITION);
+      assertThatThrownBy(() -> b.describe("qnap/v1/cvem-x-0123456789ab")).hasMessageContaining("node side only");
+      // The inspector still shows this node's layers, and concludes nothing from a backend that cannot answer.
+      NodeJournal journal = NodeJournal.open(work.resolve("node"));
+      Chain chain = new ChainInspector("n", b, journal,
+          new UsageCollector(journal, UsageCollector.Settings.defaults(), Clock.systemUTC()), Clock.systemUTC())
+          .inspect("qnap/v1/cvem-x-0123456789ab");
+      assertThat(chain.findings()).isEmpty();
+      assertThat(Json.write(chain.toJson())).contains("\"unknown\"").contains("node side only");
+    }
+    BackendConfig lostUrl = new BackendConfig("n", Path.of("/nonexistent"),
+        Map.of("portals", "192.0.2.10", "credentials-file", "/etc/caravan/qnap-credentials", "transport", "cgi"),
+        NodeUsage.none());
+    assertThatThrownBy(() -> QnapBackend.open(lostUrl, ENV)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("[qnap.credentials-file, qnap.transport]").hasMessageContaining("needs qnap.url");
   }
 
   @Test
