@@ -194,6 +194,8 @@ class FailoverOnQnapGuestTest {
     assertThat(appliance.acl(id)).containsExactly(nodeA);
     String inspected = b.plugin().observability().inspector().inspect(id).toJson().toString();
     assertThat(inspected).as("caravan inspect on B names the holder").contains("publishedTo").contains(nodeA);
+    assertThat(a.plugin().observability().inspector().inspect(id).findings())
+        .as("caravan inspect on A: journal, multipath map and mounts agree").isEmpty();
     long fenced = task.durable();
     task.awaitDurable(fenced + 10, WRITES);
     step("B refused, A still writing");

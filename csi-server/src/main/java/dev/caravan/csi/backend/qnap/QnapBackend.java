@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Readiness;
+import dev.caravan.csi.backend.VolumeRef;
 import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -134,14 +135,16 @@ public final class QnapBackend implements Backend {
   public BackendObject describe(String volumeId) {
     BackendObject base = Backend.super.describe(volumeId); // node-only: refused, as every appliance read is
     Map<String, String> properties = new LinkedHashMap<>(base.properties());
+    // The device this host has for it: the LUN's multipath map (its WWID from the NAA in the context).
+    Optional<java.nio.file.Path> device = controller.findVolume(volumeId)
+        .flatMap(v -> node.attachedDevice(new VolumeRef(volumeId, v.context())));
     try {
       controller.volumeStatus(volumeId)
           .ifPresent(s -> properties.put("publishedTo", String.join(",", s.attachedNodes())));
     } catch (CsiException e) {
       properties.put("publishedToError", e.getMessage());
     }
-    return new BackendObject(base.kind(), base.location(), base.exists(), properties, base.snapshots(),
-        base.attachedDevice());
+    return new BackendObject(base.kind(), base.location(), base.exists(), properties, base.snapshots(), device);
   }
 
   @Override

@@ -137,6 +137,20 @@ final class QnapNode implements NodeBackend {
         + " let this node log in to " + lun.target() + ": " + words);
   }
 
+  /**
+   * The multipath map of the volume's LUN on this host, if there is one: what the inspector compares.
+   *
+   * @throws CsiException UNAVAILABLE when multipathd does not answer for a map that exists
+   */
+  Optional<java.nio.file.Path> attachedDevice(VolumeRef volume) {
+    try {
+      return LunContext.lenient(volume).flatMap(lun -> initiator.map(lun.wwid())).map(MultipathMap::device);
+    } catch (StorageException e) {
+      throw new CsiException(Kind.UNAVAILABLE, "volume " + volume.volumeId() + ": cannot read its multipath map: "
+          + e.getMessage());
+    }
+  }
+
   @Override
   public void detach(VolumeRef volume) {
     Optional<LunContext> parsed = LunContext.lenient(volume);
