@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.storage.ToolException;
+import dev.caravan.storage.testing.ForkedJvm;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import java.nio.file.Files;
@@ -194,7 +195,7 @@ class ToolRunnerTest {
             java,
             "--enable-native-access=ALL-UNNAMED",
             "-cp",
-            System.getProperty("java.class.path"),
+            ForkedJvm.classPath(SessionLeader.class),
             SessionLeader.class.getName());
 
     ToolResult result = ToolRunner.run(command, Duration.ofMinutes(2));

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.storage.NativeLibraryUnavailableException;
+import dev.caravan.storage.testing.ForkedJvm;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -73,7 +74,7 @@ class ZfsUnavailableTest {
                 "-XX:TieredStopAtLevel=1",
                 "-XX:-CreateCoredumpOnCrash",
                 "-cp",
-                System.getProperty("java.class.path"),
+                ForkedJvm.classPath(ZfsOpenProbe.class),
                 ZfsOpenProbe.class.getName()));
     command.addAll(List.of(args));
     Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
