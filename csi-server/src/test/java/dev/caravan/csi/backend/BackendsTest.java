@@ -17,6 +17,6 @@ class BackendsTest {
         .hasMessage("unknown driver 'nfs'; known drivers: file, local, qnap");
     assertThatThrownBy(() -> Backends.open("qnap", new BackendConfig("n1", Path.of("/nonexistent"), Map.of(), NodeUsage.none())))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("qnap.url");
+        .hasMessageContaining("qnap.portals");
   }
 }
