@@ -40,7 +40,8 @@ abstract class KillConformance {
     /** Code every backend runs (the node engine, the services). */
     EVERY,
     FILE,
-    LOCAL;
+    LOCAL,
+    QNAP;
 
     boolean reachedBy(TestBackend backend) {
       return this == EVERY || name().equalsIgnoreCase(backend.driver());
@@ -338,7 +339,10 @@ abstract class KillConformance {
       kill("clone.after-copy", Where.LOCAL, Operation.CLONE_FROM_VOLUME),
       kill("clone.after-receive", Where.LOCAL, Operation.CLONE_FROM_SNAPSHOT),
       kill("snapshot.after-zfs-snapshot", Where.LOCAL, Operation.SNAPSHOT),
-      kill("delete.after-destroy", Where.LOCAL, Operation.DELETE));
+      kill("delete.after-destroy", Where.LOCAL, Operation.DELETE),
+      // qnap: sessions logged in on every portal before the multipath map is awaited; the map flushed before logout
+      kill("qnap.attach.after-login", Where.QNAP, Operation.STAGE),
+      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
   private static final long CALL_SECONDS = 600;
@@ -446,6 +450,9 @@ abstract class KillConformance {
     }
     if (file.startsWith("dev/caravan/csi/backend/local/")) {
       return Where.LOCAL;
+    }
+    if (file.startsWith("dev/caravan/csi/backend/qnap/")) {
+      return Where.QNAP;
     }
     if (file.startsWith("dev/caravan/csi/backend/") && file.indexOf('/', "dev/caravan/csi/backend/".length()) > 0) {
       throw new AssertionError("a crash point in " + file + ", a backend this suite has no kill test for");
