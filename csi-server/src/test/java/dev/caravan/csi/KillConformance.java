@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * halts it as SIGKILL would), a fresh plugin starts on the same data directory and node journal, the
  * CO's retry of the very same call finishes, the result is right (data written before the crash reads
  * back equal), and once everything is taken down through the CSI API nothing is left: no mount, loop
- * device, image, partial file, record, zvol or snapshot, no journal record.
+ * device, image, partial file, record, zvol or snapshot, no journal record; on qnap no LUN or target on
+ * the appliance, no iSCSI session, node record or multipath map of the volume, no LIO target.
  *
  * <p>{@link #MATRIX} lists every step once or more; {@link #theMatrixCoversEveryCrashPointInTheSources}
  * fails when the sources reach a step the matrix lacks, so a new crash point cannot go untested.
