@@ -28,7 +28,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * halts it as SIGKILL would), a fresh plugin starts on the same data directory and node journal, the
  * CO's retry of the very same call finishes, the result is right (data written before the crash reads
  * back equal), and once everything is taken down through the CSI API nothing is left: no mount, loop
- * device, image, partial file, record, zvol or snapshot, no journal record.
+ * device, image, partial file, record, zvol or snapshot, no journal record; on qnap no LUN or target on
+ * the appliance, no iSCSI session, node record or multipath map of the volume, no LIO target.
  *
  * <p>{@link #MATRIX} lists every step once or more; {@link #theMatrixCoversEveryCrashPointInTheSources}
  * fails when the sources reach a step the matrix lacks, so a new crash point cannot go untested.
@@ -40,7 +41,8 @@ abstract class KillConformance {
     /** Code every backend runs (the node engine, the services). */
     EVERY,
     FILE,
-    LOCAL;
+    LOCAL,
+    QNAP;
 
     boolean reachedBy(TestBackend backend) {
       return this == EVERY || name().equalsIgnoreCase(backend.driver());
@@ -338,7 +340,10 @@ abstract class KillConformance {
       kill("clone.after-copy", Where.LOCAL, Operation.CLONE_FROM_VOLUME),
       kill("clone.after-receive", Where.LOCAL, Operation.CLONE_FROM_SNAPSHOT),
       kill("snapshot.after-zfs-snapshot", Where.LOCAL, Operation.SNAPSHOT),
-      kill("delete.after-destroy", Where.LOCAL, Operation.DELETE));
+      kill("delete.after-destroy", Where.LOCAL, Operation.DELETE),
+      // qnap: sessions logged in on every portal before the multipath map is awaited; the map flushed before logout
+      kill("qnap.attach.after-login", Where.QNAP, Operation.STAGE),
+      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
   private static final long CALL_SECONDS = 600;
@@ -446,6 +451,9 @@ abstract class KillConformance {
     }
     if (file.startsWith("dev/caravan/csi/backend/local/")) {
       return Where.LOCAL;
+    }
+    if (file.startsWith("dev/caravan/csi/backend/qnap/")) {
+      return Where.QNAP;
     }
     if (file.startsWith("dev/caravan/csi/backend/") && file.indexOf('/', "dev/caravan/csi/backend/".length()) > 0) {
       throw new AssertionError("a crash point in " + file + ", a backend this suite has no kill test for");

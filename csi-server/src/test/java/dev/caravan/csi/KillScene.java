@@ -2,6 +2,8 @@ package dev.caravan.csi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
+import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
@@ -52,6 +54,10 @@ final class KillScene {
   private final Map<String, String> snapshots = new LinkedHashMap<>();
   private final Map<String, Path> staged = new LinkedHashMap<>();
   private final Map<String, Path> published = new LinkedHashMap<>();
+  /** Volumes ControllerPublished to this node, on a backend whose fence that is (qnap). */
+  private final java.util.Set<String> fenced = new java.util.LinkedHashSet<>();
+  /** The context of every volume the scene ever made, for the backend's check that nothing of it is left. */
+  private final List<Map<String, String>> contexts = new ArrayList<>();
 
   KillScene(PluginFixture f, boolean block, long seed) {
     this.f = f;
@@ -82,7 +88,9 @@ final class KillScene {
     CreateVolumeRequest.Builder req = CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(size));
     source.ifPresent(req::setVolumeContentSource);
-    volumes.put(name, f.controller.createVolume(req.build()).getVolume());
+    Volume v = f.controller.createVolume(req.build()).getVolume();
+    volumes.put(name, v);
+    contexts.add(v.getVolumeContextMap());
   }
 
   void delete(String name) {
@@ -124,8 +132,17 @@ final class KillScene {
     return f.dir("per-alloc/" + name).resolve(block ? "block" : "rw");
   }
 
+  /**
+   * Stages as Nomad does: where ControllerPublish is the fence, the controller admits this node first
+   * (once: a stage whose plugin died after it is retried without it, as Nomad retries only the stage).
+   */
   void stage(String name) throws IOException {
     Volume v = volume(name);
+    if (f.backend.publishes() && !fenced.contains(name)) {
+      f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+          .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
+      fenced.add(name);
+    }
     f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
         .setVolumeCapability(cap).build());
@@ -146,10 +163,15 @@ final class KillScene {
     published.remove(name);
   }
 
+  /** Unstages as Nomad does: where ControllerPublish is the fence, ControllerUnpublish follows the unstage. */
   void unstage(String name) throws IOException {
     f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id(name))
         .setStagingTargetPath(staging(name).toString()).build());
     staged.remove(name);
+    if (fenced.remove(name)) {
+      f.controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(id(name))
+          .setNodeId(f.backend.nodeId()).build());
+    }
   }
 
   /** The volume is mounted at its staging path (mount access); block access has nothing there. */
@@ -245,7 +267,9 @@ final class KillScene {
 
   /**
    * Nothing is left: no mount under the fixture, no loop device on its data directory, no storage
-   * object (image, partial file, record, zvol, snapshot) and no node journal record.
+   * object (image, partial file, record, zvol, snapshot; LUN, target), no node journal record, and
+   * nothing the backend keeps of any volume the scene made ({@link TestBackend#leftoversOf}: qnap's
+   * iSCSI sessions, node records, multipath maps and LIO targets).
    */
   void expectNothingLeft() throws IOException {
     assertThat(f.ourMounts()).as("mounts under " + f.work).isEmpty();
@@ -257,6 +281,8 @@ final class KillScene {
         assertThat(records.toList()).as("node journal records").isEmpty();
       }
     }
+    assertThat(contexts.stream().flatMap(c -> f.backend.leftoversOf(f.work, c).stream()).distinct().toList())
+        .as("what the " + f.backend + " backend still holds of the volumes made").isEmpty();
   }
 
   private Volume volume(String name) {

@@ -71,6 +71,14 @@ abstract class TestBackend {
    */
   abstract Set<String> attachedDevices(Path work);
 
+  /**
+   * What this node and the storage still hold of a volume that was unstaged and deleted, described one
+   * object a line; empty for a backend whose node objects the fixture sees itself (mounts, loop devices).
+   */
+  List<String> leftoversOf(Path work, Map<String, String> volumeContext) {
+    return List.of();
+  }
+
   /** A volume id this backend could have issued for {@code work}, of a volume that does not exist. */
   abstract String absentVolumeId(Path work);
 
@@ -407,6 +415,33 @@ abstract class TestBackend {
     @Override
     Set<String> attachedDevices(Path work) {
       return Set.of();
+    }
+
+    /**
+     * On LIO: the iSCSI sessions and node records of the volume's target, the multipath map of its WWID,
+     * the LIO target in configfs and the loop devices over the LUN files; the simulator alone has none.
+     */
+    @Override
+    List<String> leftoversOf(Path work, Map<String, String> volumeContext) {
+      if (!lio) {
+        return List.of();
+      }
+      String iqn = volumeContext.get("targetIqn");
+      String wwid = "3" + volumeContext.get("naa");
+      List<String> left = new java.util.ArrayList<>();
+      dev.caravan.storage.iscsi.Iscsi iscsi = dev.caravan.storage.iscsi.Iscsi.system();
+      iscsi.sessions().stream().filter(s -> s.target().equals(iqn)).forEach(s -> left.add("iSCSI session " + s));
+      iscsi.nodes().stream().filter(r -> r.target().equals(iqn)).forEach(r -> left.add("node record " + r));
+      dev.caravan.storage.multipath.Multipath.system().maps().stream().filter(m -> m.wwid().value().equals(wwid))
+          .forEach(m -> left.add("multipath map " + m.name() + " of WWID " + wwid));
+      Path target = Path.of("/sys/kernel/config/target/iscsi").resolve(iqn);
+      if (Files.exists(target)) {
+        left.add("LIO target " + target);
+      }
+      Path files = shared.orElse(work).resolve("lio");
+      LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(files))
+          .forEach(l -> left.add("loop device " + l.device() + " over LUN file " + l.backingFile()));
+      return left;
     }
 
     @Override

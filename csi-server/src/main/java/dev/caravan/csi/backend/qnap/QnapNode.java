@@ -5,6 +5,7 @@ import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;
@@ -79,6 +80,8 @@ final class QnapNode implements NodeBackend {
         LOG.log(System.Logger.Level.WARNING, "volume {0}: attached degraded, no session through portal(s) {1}: {2}",
             volume.volumeId(), failed, errors.stream().map(Throwable::getMessage).toList());
       }
+      // Sessions exist, no map yet: a retry finds the sessions logged in and must still await the map.
+      CrashPoints.reach("qnap.attach.after-login");
       for (IscsiSession session : sessions) {
         ScsiDisk disk = initiator.awaitDisk(session, lun.number(), deviceWait);
         if (!disk.wwid().equals(Optional.of(lun.wwid()))) {
@@ -160,6 +163,8 @@ final class QnapNode implements NodeBackend {
     LunContext lun = parsed.get();
     try {
       flush(lun.wwid());
+      // The map is gone, the sessions and node records are not: a retry must log out still.
+      CrashPoints.reach("qnap.detach.after-flush");
       for (String portal : lun.portals()) {
         Optional<IscsiSession> session = initiator.session(lun.target(), portal);
         if (session.isPresent()) {
