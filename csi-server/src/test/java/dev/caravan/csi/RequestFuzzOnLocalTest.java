@@ -13,7 +13,7 @@ class RequestFuzzOnLocalTest extends RequestFuzz {
 
   @Override
   int defaultTries() {
-    return 15;
+    return 8;
   }
 
   /**
