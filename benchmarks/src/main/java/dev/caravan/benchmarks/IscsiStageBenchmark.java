@@ -3,6 +3,7 @@ package dev.caravan.benchmarks;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.qnap.QnapNodes;
+import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.ScsiDisks;
@@ -27,7 +28,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -85,8 +85,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Warmup(iterations = 3)
-@Measurement(iterations = 10)
+@Warmup(iterations = 2)
+@Measurement(iterations = 8)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class IscsiStageBenchmark {
   private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(60);
@@ -110,9 +110,13 @@ public class IscsiStageBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
+    if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
+      throw new IllegalStateException("IscsiStageBenchmark needs a kernel with LIO, iscsi_tcp and"
+          + " dm-multipath, and starts iscsid and multipathd: run it in the guest, benchmarks/guest-bench");
+    }
     String why = GuestIscsi.whyUnavailable();
     if (!why.isEmpty()) {
-      throw new IllegalStateException("IscsiStageBenchmark " + why + "; benchmarks/guest-bench runs it there");
+      throw new IllegalStateException("IscsiStageBenchmark " + why);
     }
     Requirements.requireRoot();
     for (String tool : List.of("iscsiadm", "multipathd", "multipath", "blkid", "mount", "umount")) {
@@ -127,6 +131,7 @@ public class IscsiStageBenchmark {
     target = LioTarget.create("bench", SIZE, dir, portals);
     target.allow(iscsi.initiatorName());
     wwid = lunWwid();
+    settleDetached();
     volume = new VolumeRef("iscsi-bench", Map.of(
         "targetIqn", target.iqn(), "lun", "0", "portals", String.join(",", portals),
         "naa", wwid.value().substring(1)));
@@ -152,13 +157,26 @@ public class IscsiStageBenchmark {
     settleDetached();
   }
 
-  /** The LUN's WWID as the kernel reads it (LIO makes it from the target's unit serial). */
+  /**
+   * The LUN's WWID as the kernel reads it (LIO makes it from the target's unit serial), through one
+   * portal; the map multipathd makes of that one path is flushed before the logout.
+   */
   private Wwid lunWwid() {
     Portal portal = Portal.parse(portals.getFirst());
     iscsi.login(target.iqn(), portal, Optional.empty());
     try {
       IscsiSession session = iscsi.session(target.iqn(), portal).orElseThrow();
-      return iscsi.awaitDisk(session, 0, WAIT).wwid().orElseThrow();
+      Wwid found = iscsi.awaitDisk(session, 0, WAIT).wwid().orElseThrow();
+      multipath.awaitMap(found, 1, WAIT);
+      poll("multipathd to remove the map of " + found, () -> {
+        try {
+          multipath.flush(found);
+          return Optional.of(true);
+        } catch (StorageException e) { // open for a moment by udev's probe
+          return Optional.empty();
+        }
+      });
+      return found;
     } finally {
       iscsi.logout(target.iqn(), portal);
       iscsi.deleteNode(target.iqn(), portal);
