@@ -85,8 +85,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
-@Warmup(iterations = 2)
-@Measurement(iterations = 8)
+@Warmup(iterations = 1)
+@Measurement(iterations = 5)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class IscsiStageBenchmark {
   private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(60);
