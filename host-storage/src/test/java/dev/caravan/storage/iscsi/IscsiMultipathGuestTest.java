@@ -142,6 +142,7 @@ class IscsiMultipathGuestTest {
         IscsiSession secondSession = iscsi.session(iqn, P2).orElseThrow();
         assertReplacementWithin(firstSession, iscsi.pathTimeouts());
         assertReplacementWithin(secondSession, iscsi.pathTimeouts());
+        long written;
         try (RecordWriter writer = RecordWriter.start(mnt.resolve("records"))) {
           writer.awaitCompleted(5, WAIT, "the first records, both paths up");
           step("writer running (" + writer.completed() + " records)");
@@ -175,8 +176,9 @@ class IscsiMultipathGuestTest {
           assertReplacementWithin(again, iscsi.pathTimeouts());
           long atReturn = writer.completed();
           writer.awaitCompleted(atReturn + 5, WAIT, "5 more records with both paths up again");
+          writer.close(); // it finishes the record in hand: from here on the count is final
+          written = writer.completed();
         }
-        long written = Files.size(mnt.resolve("records")) / RecordWriter.RECORD_BYTES;
         // Read back from the device, not the page cache.
         Mounts.unmount(mnt);
         Mounts.mount(map.device(), mnt, "ext4", EnumSet.noneOf(MountFlag.class), null);

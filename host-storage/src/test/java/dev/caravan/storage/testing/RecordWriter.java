@@ -86,7 +86,10 @@ public final class RecordWriter implements AutoCloseable {
     }
   }
 
-  /** Stops after the record being written, and fails when the writer failed or cannot stop. */
+  /**
+   * Stops after the record being written, and fails when the writer failed or cannot stop. Once
+   * it returns, {@link #completed()} is final; calling it again only repeats the check.
+   */
   @Override
   public void close() {
     stop = true;
