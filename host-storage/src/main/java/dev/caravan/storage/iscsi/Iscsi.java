@@ -33,8 +33,9 @@ import java.util.regex.Pattern;
  * does, deleting a record that is gone all succeed and say so. Node records this class creates or
  * logs in with are set to {@code node.startup = manual}, so iscsid never logs in to them on its own
  * at boot: whoever logged in decides when to log in again. They also get path timeouts suited to
- * dm-multipath ({@link PathTimeouts#MULTIPATH}: a dead portal's I/O fails over to another path
- * after about 15 s instead of open-iscsi's default 120 s; see {@link #withPathTimeouts}). CHAP
+ * dm-multipath ({@link PathTimeouts#MULTIPATH}: a dead portal's queued I/O is failed up to
+ * dm-multipath after at most 15 s instead of open-iscsi's default 120 s; see {@link
+ * #withPathTimeouts}). CHAP
  * credentials are written into the node record, never passed on a command line (see {@link
  * #login}).
  */

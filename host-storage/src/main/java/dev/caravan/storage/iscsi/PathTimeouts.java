@@ -13,6 +13,13 @@ import java.util.Objects;
  * re-login that I/O is failed upwards. Under dm-multipath "upwards" is the multipath map, which
  * sends it down another path: the replacement timeout is how long writes stall before failing
  * over. open-iscsi's own default (iscsid.conf) is 120 s, meant for a disk without a second path.
+ *
+ * <p>multipathd, once a path is in a map, writes its own {@code fast_io_fail_tmo} (5 s unless
+ * multipath.conf says otherwise) into the session's {@code recovery_tmo}, the kernel's copy of the
+ * replacement timeout: the guest test saw 5 s on both sessions, before a portal failure and after
+ * the path came back. The record's value is what holds until then, and wherever multipathd leaves
+ * the session alone (a {@code fast_io_fail_tmo} of {@code off}, which multipathd cannot apply to
+ * iSCSI, or no multipathd at all).
  */
 public record PathTimeouts(Duration replacementTimeout, Duration noopOutInterval, Duration noopOutTimeout) {
   /**

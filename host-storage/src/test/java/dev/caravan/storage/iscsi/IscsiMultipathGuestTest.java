@@ -49,7 +49,8 @@ class IscsiMultipathGuestTest {
   private static final Portal P1 = Portal.parse(GuestIscsi.PORTAL_1);
   private static final Portal P2 = Portal.parse(GuestIscsi.PORTAL_2);
   private static final Duration WAIT = Duration.ofSeconds(60);
-  // Failing over takes the ping's detection (up to 15 s) plus the replacement timeout (15 s);
+  // Failing over takes the ping's detection (up to 15 s) plus the replacement timeout (15 s, or
+  // multipathd's fast_io_fail_tmo, 5 s, once it has set it: the first guest run took 23 s);
   // coming back, iscsid's next re-login attempt (one may hang for its 15 s login timeout while
   // the portal is still dark) plus multipathd's checker. Generous: a bound on liveness, not speed.
   private static final Duration FAILOVER_WAIT = Duration.ofMinutes(2);
