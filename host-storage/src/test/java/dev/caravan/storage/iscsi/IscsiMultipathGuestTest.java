@@ -173,7 +173,8 @@ class IscsiMultipathGuestTest {
               .containsExactlyInAnyOrder(first.device(), second.device());
           IscsiSession again = iscsi.session(iqn, P1).orElseThrow();
           assertThat(again.sid()).as("the same session, recovered, not a new login").isEqualTo(firstSession.sid());
-          // The re-login sets the session's timeout from the node record again: ours, not 120 s.
+          // After the re-login the session still gives up on a dead connection within our bound
+          // (the guest run saw multipathd's 5 s, before and after), never open-iscsi's 120 s.
           assertReplacementWithin(again, iscsi.pathTimeouts());
           long atReturn = writer.completed();
           writer.awaitCompleted(atReturn + 5, WAIT, "5 more records with both paths up again");
