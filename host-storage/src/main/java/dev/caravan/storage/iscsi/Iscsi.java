@@ -32,8 +32,12 @@ import java.util.regex.Pattern;
  * <p>Every operation is idempotent: logging in where a session exists, logging out where none
  * does, deleting a record that is gone all succeed and say so. Node records this class creates or
  * logs in with are set to {@code node.startup = manual}, so iscsid never logs in to them on its own
- * at boot: whoever logged in decides when to log in again. CHAP credentials are written into the
- * node record, never passed on a command line (see {@link #login}).
+ * at boot: whoever logged in decides when to log in again. They also get path timeouts suited to
+ * dm-multipath ({@link PathTimeouts#MULTIPATH}: a dead portal's queued I/O is failed up to
+ * dm-multipath after at most 15 s instead of open-iscsi's default 120 s; see {@link
+ * #withPathTimeouts}). CHAP
+ * credentials are written into the node record, never passed on a command line (see {@link
+ * #login}).
  */
 public final class Iscsi {
   static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
@@ -50,15 +54,33 @@ public final class Iscsi {
   private final Iscsiadm iscsiadm;
   /** The open-iscsi interface every login, record and session look-up goes through; empty: iscsid's default. */
   private final Optional<String> iface;
+  private final PathTimeouts timeouts;
 
-  private Iscsi(Iscsiadm iscsiadm, Optional<String> iface) {
+  private Iscsi(Iscsiadm iscsiadm, Optional<String> iface, PathTimeouts timeouts) {
     this.iscsiadm = iscsiadm;
     this.iface = iface;
+    this.timeouts = timeouts;
   }
 
-  /** The host's open-iscsi: {@code iscsiadm} from PATH, each run given 60 seconds. */
+  /**
+   * The host's open-iscsi: {@code iscsiadm} from PATH, each run given 60 seconds, logging in with
+   * {@link PathTimeouts#MULTIPATH}.
+   */
   public static Iscsi system() {
-    return new Iscsi(new Iscsiadm("iscsiadm", DEFAULT_TIMEOUT), Optional.empty());
+    return new Iscsi(new Iscsiadm("iscsiadm", DEFAULT_TIMEOUT), Optional.empty(), PathTimeouts.MULTIPATH);
+  }
+
+  /**
+   * The same initiator, writing {@code timeouts} into the node records it logs in with (from the
+   * next {@link #login} on; a running session keeps the values it logged in with).
+   */
+  public Iscsi withPathTimeouts(PathTimeouts timeouts) {
+    return new Iscsi(iscsiadm, iface, Objects.requireNonNull(timeouts, "timeouts"));
+  }
+
+  /** The path timeouts {@link #login} writes into node records. */
+  public PathTimeouts pathTimeouts() {
+    return timeouts;
   }
 
   /**
@@ -71,7 +93,7 @@ public final class Iscsi {
    */
   public Iscsi through(String iface) {
     IscsiIfaces.requireName(iface);
-    return new Iscsi(iscsiadm, Optional.of(iface));
+    return new Iscsi(iscsiadm, Optional.of(iface), timeouts);
   }
 
   /** The interface this object is limited to; empty for {@link #system()}, which sees every one. */
@@ -87,7 +109,7 @@ public final class Iscsi {
     if (timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException("timeout must be positive: " + timeout);
     }
-    return new Iscsi(new Iscsiadm("iscsiadm", timeout), iface);
+    return new Iscsi(new Iscsiadm("iscsiadm", timeout), iface, timeouts);
   }
 
   /**
@@ -143,8 +165,9 @@ public final class Iscsi {
    * Logs in to {@code target} through {@code portal}, unless a session to it through that portal
    * exists already. The node record is created when missing, and is set to log in manually, to
    * make one login attempt (iscsid would otherwise retry a refused login or a dead portal for up to
-   * two minutes; the caller retries if it wants to), and to use exactly {@code chap} (no CHAP when
-   * empty: credentials left by an earlier login are removed).
+   * two minutes; the caller retries if it wants to), to give up on a dead portal after {@link
+   * #pathTimeouts()}, and to use exactly {@code chap} (no CHAP when empty: credentials left by an
+   * earlier login are removed).
    *
    * <p>CHAP: iscsiadm can take a value only on its command line ({@code -o update -n
    * node.session.auth.password -v SECRET}), where every user of the host sees it in {@code ps}. So
@@ -170,7 +193,7 @@ public final class Iscsi {
       }
     }
     for (NodeRecord record : records) {
-      NodeRecordFiles.apply(NodeRecordFiles.NODES, record, chap);
+      NodeRecordFiles.apply(NodeRecordFiles.NODES, record, timeouts, chap);
     }
     try {
       return iscsiadm.run(Iscsiadm.through(iscsiadm.login(target, portal), iface), Iscsiadm.SESS_EXISTS).isPresent()

@@ -16,7 +16,8 @@ import java.util.Optional;
 
 /**
  * Sets the values Caravan owns in a node record file of open-iscsi's node database: {@code
- * node.startup}, {@code node.session.initial_login_retry_max} and the CHAP credentials.
+ * node.startup}, {@code node.session.initial_login_retry_max}, the path timeouts ({@link
+ * PathTimeouts}) and the CHAP credentials.
  *
  * <p>Why write the file rather than run {@code iscsiadm -m node -o update -n ... -v VALUE}: that is
  * iscsiadm's only way to set a value, and it puts the value on the command line, where any user
@@ -40,6 +41,8 @@ final class NodeRecordFiles {
   private static final String STARTUP = "node.startup";
   private static final String LOGIN_RETRIES = "node.session.initial_login_retry_max";
   private static final String END_RECORD = "# END RECORD";
+  private static final List<String> TIMEOUTS =
+      List.of(PathTimeouts.REPLACEMENT_TIMEOUT, PathTimeouts.NOOP_OUT_INTERVAL, PathTimeouts.NOOP_OUT_TIMEOUT);
 
   private NodeRecordFiles() {}
 
@@ -63,14 +66,14 @@ final class NodeRecordFiles {
   }
 
   /**
-   * The record's text with Caravan's settings: startup manual, one login attempt, and CHAP as given
-   * (or none).
+   * The record's text with Caravan's settings: startup manual, one login attempt, the path
+   * timeouts, and CHAP as given (or none).
    */
-  static String withSettings(String record, Optional<Chap> chap) {
+  static String withSettings(String record, PathTimeouts timeouts, Optional<Chap> chap) {
     List<String> kept = new ArrayList<>();
     for (String line : record.lines().toList()) {
       String key = key(line);
-      if (!key.equals(STARTUP) && !key.equals(LOGIN_RETRIES) && !key.startsWith(AUTH)) {
+      if (!key.equals(STARTUP) && !key.equals(LOGIN_RETRIES) && !TIMEOUTS.contains(key) && !key.startsWith(AUTH)) {
         kept.add(line);
       }
     }
@@ -79,6 +82,9 @@ final class NodeRecordFiles {
     // One login attempt per iscsiadm run. iscsid.conf's default is 8 attempts of up to 15 s each
     // (its own comment: 120 seconds) against a dead portal; the caller retries within its deadline.
     ours.add(LOGIN_RETRIES + " = 0");
+    ours.add(PathTimeouts.REPLACEMENT_TIMEOUT + " = " + timeouts.replacementTimeout().toSeconds());
+    ours.add(PathTimeouts.NOOP_OUT_INTERVAL + " = " + timeouts.noopOutInterval().toSeconds());
+    ours.add(PathTimeouts.NOOP_OUT_TIMEOUT + " = " + timeouts.noopOutTimeout().toSeconds());
     if (chap.isEmpty()) {
       ours.add(AUTH + "authmethod = None");
     } else {
@@ -112,7 +118,7 @@ final class NodeRecordFiles {
   }
 
   /** Rewrites the record's file with Caravan's settings, under iscsiadm's database lock. */
-  static void apply(Path nodes, NodeRecord record, Optional<Chap> chap) {
+  static void apply(Path nodes, NodeRecord record, PathTimeouts timeouts, Optional<Chap> chap) {
     Path file = fileOf(nodes, record);
     lock();
     try {
@@ -122,7 +128,7 @@ final class NodeRecordFiles {
       } catch (NoSuchFileException e) {
         throw new StorageException("the node record of " + record + " vanished: " + file);
       }
-      replace(nodes.resolveSibling(".caravan-node-record.tmp"), file, withSettings(current, chap));
+      replace(nodes.resolveSibling(".caravan-node-record.tmp"), file, withSettings(current, timeouts, chap));
     } catch (IOException e) {
       throw new StorageException("cannot update the node record " + file + ": " + e, e);
     } finally {

@@ -19,6 +19,8 @@ import dev.caravan.storage.multipath.MultipathPath;
 import dev.caravan.storage.multipath.PathState;
 import dev.caravan.storage.testing.GuestIscsi;
 import dev.caravan.storage.testing.LioTarget;
+import dev.caravan.storage.testing.PortalOutage;
+import dev.caravan.storage.testing.RecordWriter;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -47,6 +49,11 @@ class IscsiMultipathGuestTest {
   private static final Portal P1 = Portal.parse(GuestIscsi.PORTAL_1);
   private static final Portal P2 = Portal.parse(GuestIscsi.PORTAL_2);
   private static final Duration WAIT = Duration.ofSeconds(60);
+  // Failing over takes the ping's detection (up to 15 s) plus the replacement timeout (15 s, or
+  // multipathd's fast_io_fail_tmo, 5 s, once it has set it: the first guest run took 23 s);
+  // coming back, iscsid's next re-login attempt (one may hang for its 15 s login timeout while
+  // the portal is still dark) plus multipathd's checker. Generous: a bound on liveness, not speed.
+  private static final Duration FAILOVER_WAIT = Duration.ofMinutes(2);
 
   private final Iscsi iscsi = Iscsi.system().withTimeout(Duration.ofSeconds(60));
   private final Multipath multipath = Multipath.system();
@@ -87,7 +94,11 @@ class IscsiMultipathGuestTest {
       for (Portal portal : List.of(P1, P2)) {
         assertThat(recordText(iqn, portal))
             .contains("node.startup = manual", "node.session.initial_login_retry_max = 0",
-                "node.session.auth.authmethod = None");
+                "node.session.auth.authmethod = None",
+                // open-iscsi's default is 120 s: a dead portal would stall writes that long.
+                "node.session.timeo.replacement_timeout = 15",
+                "node.conn[0].timeo.noop_out_interval = 5",
+                "node.conn[0].timeo.noop_out_timeout = 10");
       }
 
       // One SCSI disk per session, both naming the same LUN: the WWID udev's scsi_id reads.
@@ -126,24 +137,56 @@ class IscsiMultipathGuestTest {
             .isInstanceOf(MapInUseException.class)
             .hasMessageContaining("mounted at " + mnt);
 
-        // One path fails: the kernel stops taking I/O for it, as when its portal goes away.
-        // (The SCSI layer accepts a state only with its newline.)
-        Path state = Path.of("/sys/block", first.name(), "device/state");
-        Files.writeString(state, "offline\n");
-        byte[] during = pattern(2);
-        writeAndSync(mnt.resolve("during"), during);
-        assertThat(Files.readAllBytes(mnt.resolve("during"))).isEqualTo(during);
-        MultipathMap degraded = await(() -> multipath.map(wwid).filter(m -> m.upPaths().size() == 1), "one path down");
-        step("path down, I/O through the other");
-        assertThat(degraded.upPaths()).extracting(MultipathPath::device).containsExactly(second.device());
-        assertThat(degraded.paths()).filteredOn(p -> p.device().equals(first.device()))
-            .extracting(MultipathPath::state).containsExactly(PathState.FAILED);
-
-        // It comes back, and multipathd's checker puts it back in use.
-        Files.writeString(state, "running\n");
-        assertThat(multipath.awaitMap(wwid, 2, WAIT).upPaths()).hasSize(2);
-        step("path back");
+        // The portal of the first path goes dark (its traffic dropped, the target still up) while a
+        // writer keeps appending fsynced records through the filesystem on the map.
+        IscsiSession firstSession = iscsi.session(iqn, P1).orElseThrow();
+        IscsiSession secondSession = iscsi.session(iqn, P2).orElseThrow();
+        assertReplacementWithin(firstSession, iscsi.pathTimeouts());
+        assertReplacementWithin(secondSession, iscsi.pathTimeouts());
+        long written;
+        try (RecordWriter writer = RecordWriter.start(mnt.resolve("records"))) {
+          writer.awaitCompleted(5, WAIT, "the first records, both paths up");
+          step("writer running (" + writer.completed() + " records)");
+          try (PortalOutage outage = PortalOutage.drop(GuestIscsi.PORTAL_1)) {
+            // The iSCSI ping finds the connection dead, the replacement timeout fails its queued
+            // I/O up to dm-multipath, which retries it on the other path and fails this one.
+            MultipathMap degraded = await(
+                () -> multipath.map(wwid).filter(m -> stateOf(m, first).equals(Optional.of(PathState.FAILED))
+                    && m.upPaths().stream().anyMatch(p -> p.device().equals(second.device()))),
+                FAILOVER_WAIT,
+                "multipathd to fail the path through " + P1 + " (" + first.device() + ") and keep "
+                    + second.device() + " up, after dropping " + P1 + "'s traffic");
+            step("portal down: path failed (" + writer.completed() + " records)");
+            assertThat(degraded.upPaths()).extracting(MultipathPath::device).containsExactly(second.device());
+            long atFailure = writer.completed();
+            writer.awaitCompleted(atFailure + 10, WAIT,
+                "10 more records through " + P2 + " while " + P1 + " is down (liveness, not speed)");
+            step("writes continue through " + P2 + " (" + writer.completed() + " records)");
+          }
+          // The portal is back: iscsid logs in again on its own, and multipathd's checker
+          // reinstates the path.
+          MultipathMap back = await(
+              () -> multipath.map(wwid).filter(m -> m.upPaths().size() == 2), FAILOVER_WAIT,
+              "the path through " + P1 + " to be reinstated after its traffic flows again");
+          step("portal back: path reinstated (" + writer.completed() + " records)");
+          assertThat(back.upPaths()).extracting(MultipathPath::device)
+              .containsExactlyInAnyOrder(first.device(), second.device());
+          IscsiSession again = iscsi.session(iqn, P1).orElseThrow();
+          assertThat(again.sid()).as("the same session, recovered, not a new login").isEqualTo(firstSession.sid());
+          // After the re-login the session still gives up on a dead connection within our bound
+          // (the guest run saw multipathd's 5 s, before and after), never open-iscsi's 120 s.
+          assertReplacementWithin(again, iscsi.pathTimeouts());
+          long atReturn = writer.completed();
+          writer.awaitCompleted(atReturn + 5, WAIT, "5 more records with both paths up again");
+          writer.close(); // it finishes the record in hand: from here on the count is final
+          written = writer.completed();
+        }
+        // Read back from the device, not the page cache.
+        Mounts.unmount(mnt);
+        Mounts.mount(map.device(), mnt, "ext4", EnumSet.noneOf(MountFlag.class), null);
+        RecordWriter.verify(mnt.resolve("records"), written);
         assertThat(Files.readAllBytes(mnt.resolve("before"))).isEqualTo(before);
+        step("remount, " + written + " records intact");
       } finally {
         Mounts.unmount(mnt);
       }
@@ -310,6 +353,23 @@ class IscsiMultipathGuestTest {
     return NodeRecordFiles.fileOf(NodeRecordFiles.NODES, record);
   }
 
+  /** What multipathd says of {@code disk}'s path in {@code map}. */
+  private static Optional<PathState> stateOf(MultipathMap map, ScsiDisk disk) {
+    return map.paths().stream().filter(p -> p.device().equals(disk.device())).map(MultipathPath::state).findFirst();
+  }
+
+  /**
+   * The running session fails I/O upwards within the replacement timeout we asked for: the
+   * kernel's {@code recovery_tmo}, which iscsid sets from the node record at each (re-)login and
+   * multipathd may lower to its {@code fast_io_fail_tmo}.
+   */
+  private static void assertReplacementWithin(IscsiSession session, PathTimeouts timeouts) throws IOException {
+    String value = Files.readString(Path.of("/sys/class/iscsi_session/session" + session.sid(), "recovery_tmo")).strip();
+    System.out.printf("  session %d recovery_tmo %s s%n", session.sid(), value);
+    assertThat(Integer.parseInt(value)).as("recovery_tmo of session %d", session.sid())
+        .isBetween(1, (int) timeouts.replacementTimeout().toSeconds());
+  }
+
   private ScsiDisk awaitDisk(IscsiSession session) {
     ScsiDisk disk = iscsi.awaitDisk(session, 0, WAIT);
     assertThat(iscsi.disks(session)).containsExactly(disk);
@@ -317,14 +377,18 @@ class IscsiMultipathGuestTest {
   }
 
   private static <T> T await(Supplier<Optional<T>> probe, String what) {
-    long deadline = System.nanoTime() + WAIT.toNanos();
+    return await(probe, WAIT, what);
+  }
+
+  private static <T> T await(Supplier<Optional<T>> probe, Duration wait, String what) {
+    long deadline = System.nanoTime() + wait.toNanos();
     while (true) {
       Optional<T> value = probe.get();
       if (value.isPresent()) {
         return value.get();
       }
       if (System.nanoTime() > deadline) {
-        throw new AssertionError("waited " + WAIT + " for " + what);
+        throw new AssertionError("waited " + wait + " for " + what);
       }
       try {
         Thread.sleep(100);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -23,14 +24,17 @@ class NodeRecordFilesTest {
       node.session.auth.username_in = oldtarget
       node.session.auth.password_in = old-target-secret
       node.session.initial_login_retry_max = 8
+      node.session.timeo.replacement_timeout = 120
       node.conn[0].address = 127.0.0.1
+      node.conn[0].timeo.noop_out_interval = 5
+      node.conn[0].timeo.noop_out_timeout = 5
       node.conn[0].port = 3260
       # END RECORD
       """;
 
   @Test
   void oneWayChapReplacesEveryOldCredentialAndStartupBecomesManual() {
-    String updated = NodeRecordFiles.withSettings(RECORD, Optional.of(Chap.oneWay("alice", "new-secret-12")));
+    String updated = NodeRecordFiles.withSettings(RECORD, PathTimeouts.MULTIPATH, Optional.of(Chap.oneWay("alice", "new-secret-12")));
 
     assertThat(updated)
         .startsWith("# BEGIN RECORD 2.1.8\n")
@@ -48,7 +52,7 @@ class NodeRecordFilesTest {
   @Test
   void mutualChapAddsTheTargetsCredentials() {
     String updated =
-        NodeRecordFiles.withSettings(RECORD, Optional.of(Chap.mutual("alice", "s1-secret-123", "nas", "s2-secret-456")));
+        NodeRecordFiles.withSettings(RECORD, PathTimeouts.MULTIPATH, Optional.of(Chap.mutual("alice", "s1-secret-123", "nas", "s2-secret-456")));
 
     assertThat(updated)
         .contains(
@@ -60,7 +64,7 @@ class NodeRecordFilesTest {
 
   @Test
   void withoutChapTheRecordSaysNoneAndKeepsNoSecret() {
-    String updated = NodeRecordFiles.withSettings(RECORD, Optional.empty());
+    String updated = NodeRecordFiles.withSettings(RECORD, PathTimeouts.MULTIPATH, Optional.empty());
 
     assertThat(updated)
         .contains("node.session.auth.authmethod = None", "node.startup = manual")
@@ -69,7 +73,7 @@ class NodeRecordFilesTest {
 
   @Test
   void aRecordWithoutEndMarkerGetsTheSettingsAtTheEnd() {
-    String updated = NodeRecordFiles.withSettings("node.name = x\n  node.startup=automatic\n", Optional.empty());
+    String updated = NodeRecordFiles.withSettings("node.name = x\n  node.startup=automatic\n", PathTimeouts.MULTIPATH, Optional.empty());
 
     assertThat(updated)
         .isEqualTo(
@@ -77,8 +81,28 @@ class NodeRecordFilesTest {
             node.name = x
             node.startup = manual
             node.session.initial_login_retry_max = 0
+            node.session.timeo.replacement_timeout = 15
+            node.conn[0].timeo.noop_out_interval = 5
+            node.conn[0].timeo.noop_out_timeout = 10
             node.session.auth.authmethod = None
             """);
+  }
+
+  @Test
+  void thePathTimeoutsReplaceOpenIscsisDefaultsOnce() {
+    PathTimeouts timeouts = new PathTimeouts(Duration.ofSeconds(7), Duration.ofSeconds(3), Duration.ofSeconds(4));
+
+    String updated = NodeRecordFiles.withSettings(RECORD, timeouts, Optional.empty());
+
+    assertThat(updated)
+        .contains(
+            "node.session.timeo.replacement_timeout = 7\n",
+            "node.conn[0].timeo.noop_out_interval = 3\n",
+            "node.conn[0].timeo.noop_out_timeout = 4\n")
+        .doesNotContain("= 120", "noop_out_timeout = 5");
+    assertThat(updated.lines().filter(l -> l.contains("timeo."))).hasSize(3);
+    assertThat(NodeRecordFiles.withSettings(updated, timeouts, Optional.empty()))
+        .as("applying the same settings again changes nothing").isEqualTo(updated);
   }
 
   @Test
@@ -110,9 +134,9 @@ class NodeRecordFilesTest {
     Files.createDirectories(file.getParent());
     Files.writeString(file, RECORD);
 
-    NodeRecordFiles.apply(nodes, record, Optional.of(Chap.oneWay("alice", "new-secret-12")));
+    NodeRecordFiles.apply(nodes, record, PathTimeouts.MULTIPATH, Optional.of(Chap.oneWay("alice", "new-secret-12")));
 
-    assertThat(Files.readString(file)).isEqualTo(NodeRecordFiles.withSettings(RECORD, Optional.of(Chap.oneWay("alice", "new-secret-12"))));
+    assertThat(Files.readString(file)).isEqualTo(NodeRecordFiles.withSettings(RECORD, PathTimeouts.MULTIPATH, Optional.of(Chap.oneWay("alice", "new-secret-12"))));
     assertThat(java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(file)))
         .isEqualTo("rw-------");
     try (var left = Files.walk(etc)) {

@@ -26,13 +26,15 @@ import java.util.Optional;
  * <p>Attach logs in to the volume's target on every portal of its context (one reachable portal is
  * enough: the volume works degraded, and a warning names the others), with the CHAP credentials the
  * context's secret names pick out of the NodeStage secrets. The node record of every login is
- * {@code node.startup=manual} and holds the credentials in root's node database, never on a command
- * line ({@link dev.caravan.storage.iscsi.Iscsi#login}). No SendTargets discovery runs first: the
- * login creates the one node record it needs, where discovery would add a record for every target
- * the portal offers. The LUN is then known by its WWID only ({@code 3} followed by the appliance's
- * NAA id): each session's disk at the volume's LUN number must carry it, or the attach is refused
- * rather than risk another LUN's data. The device returned is the multipath map of that WWID, once
- * multipathd has built it over every logged-in path. A failure after a login undoes what this call
+ * {@code node.startup=manual}, has multipath's path timeouts ({@link
+ * dev.caravan.storage.iscsi.PathTimeouts#MULTIPATH}) and holds the credentials in root's node
+ * database, never on a command line ({@link dev.caravan.storage.iscsi.Iscsi#login}). No
+ * SendTargets discovery runs first: the login creates the one node record it needs, where
+ * discovery would add a record for every target the portal offers. The LUN is then known by its
+ * WWID only ({@code 3} followed by the appliance's NAA id): each session's disk at the volume's LUN
+ * number must carry it, or the attach is refused rather than risk another LUN's data. The device
+ * returned is the multipath map of that WWID, once multipathd has built it over every logged-in
+ * path. A failure after a login undoes what this call
  * did: the map is flushed and the sessions this call opened are logged out.
  *
  * <p>Detach flushes the map (refused while it is mounted or held), then logs out of the target on
