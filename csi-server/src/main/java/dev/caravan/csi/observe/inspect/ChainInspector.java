@@ -171,7 +171,7 @@ public final class ChainInspector {
       String mm = majorMinor.orElse("");
       attachEvidence.put("mounted_at", mounts.stream().filter(m -> m.majorMinor().equals(mm))
           .map(m -> m.mountPoint().toString()).toList());
-      boolean backendAgrees = object.attachedDevice().map(d::equals).orElse(false);
+      boolean backendAgrees = object.attachedDevice().map(b -> sameDevice(d, b)).orElse(false);
       attachState = present && backendAgrees ? "ok" : "detached";
       if (!backendKnown) {
         attachState = present ? "unverified" : "detached";
@@ -377,6 +377,22 @@ public final class ChainInspector {
       return Optional.of(Files.readString(file).strip());
     } catch (IOException e) {
       return Optional.empty();
+    }
+  }
+
+  /**
+   * Whether two paths name one block device: the same path, or the same major:minor. A device-mapper
+   * map has two names, /dev/dm-N and its udev link /dev/mapper/NAME, and which one a lookup returns
+   * depends on whether udev had made the link yet.
+   */
+  private static boolean sameDevice(Path a, Path b) {
+    if (a.equals(b)) {
+      return true;
+    }
+    try {
+      return BlockDevices.majorMinor(a).equals(BlockDevices.majorMinor(b));
+    } catch (RuntimeException e) {
+      return false;
     }
   }
 }
