@@ -332,8 +332,7 @@ final class DhvVolumes implements AutoCloseable {
    */
   Map<String, Object> unpublish() {
     Optional<DhvRecord> found = store.read(req.volumeId());
-    Optional<String> backendId = found.flatMap(DhvRecord::backendVolumeId)
-        .or(() -> recordFromStorage().flatMap(DhvRecord::backendVolumeId));
+    Optional<String> backendId = backendId(found);
     if (backendId.isPresent()) {
       engine.unstage(backendId.get(), canonicalMountPath());
       unfence(backendId.get());
@@ -373,15 +372,13 @@ final class DhvVolumes implements AutoCloseable {
       throw DhvException.invalid("DHV_RELEASE_INITIATOR " + initiator + " is this node's own initiator; run"
           + " unpublish here instead, which unmounts and logs out before it lifts the fence");
     }
-    Optional<String> backendId = store.read(req.volumeId()).flatMap(DhvRecord::backendVolumeId)
-        .or(() -> recordFromStorage().flatMap(DhvRecord::backendVolumeId));
+    Optional<String> backendId = backendId(store.read(req.volumeId()));
     if (backendId.isEmpty()) {
       LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + " does not exist on the storage; nothing to"
           + " release");
       return Map.of();
     }
-    List<String> holders = controller.volumeStatus(backendId.get()).map(VolumeStatus::attachedNodes)
-        .orElse(List.of());
+    List<String> holders = holders(backendId.get());
     if (holders.isEmpty()) {
       LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": no node holds it; nothing to release");
       return Map.of();
@@ -415,6 +412,16 @@ final class DhvVolumes implements AutoCloseable {
         .findFirst().map(v -> fresh.withBackendVolumeId(v.id()));
   }
 
+  /** The backend volume of this node's record, or else the one the storage holds under this volume's name. */
+  private Optional<String> backendId(Optional<DhvRecord> local) {
+    return local.flatMap(DhvRecord::backendVolumeId).or(() -> recordFromStorage().flatMap(DhvRecord::backendVolumeId));
+  }
+
+  /** The node identities the storage's fence admits to the volume (none for a volume it does not hold). */
+  private List<String> holders(String backendId) {
+    return controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of());
+  }
+
   /** This node's identity on the storage: what its fence admits. */
   private String storageNode() {
     return storageNode.get();
@@ -423,8 +430,7 @@ final class DhvVolumes implements AutoCloseable {
   /** Refuses, naming them, while the storage's fence admits other nodes than this one. */
   private void requireNotHeldElsewhere(String backendId) {
     String self = storageNode();
-    List<String> others = controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of())
-        .stream().filter(n -> !n.equals(self)).toList();
+    List<String> others = holders(backendId).stream().filter(n -> !n.equals(self)).toList();
     if (!others.isEmpty()) {
       throw new DhvException(DhvException.HELD_ELSEWHERE, "volume " + req.volumeId() + " is published on the node"
           + " with initiator " + String.join(", ", others) + " (the storage's ACL admits only that node); it has a"
@@ -442,8 +448,7 @@ final class DhvVolumes implements AutoCloseable {
       return false;
     }
     requireNotHeldElsewhere(backendId);
-    boolean before = controller.volumeStatus(backendId).map(s -> s.attachedNodes().contains(storageNode()))
-        .orElse(false);
+    boolean before = holders(backendId).contains(storageNode());
     controller.publishVolume(backendId, storageNode(), Map.of()); // re-checks: another node may have won since
     return !before;
   }
@@ -453,7 +458,7 @@ final class DhvVolumes implements AutoCloseable {
    * (only an unpublish on that node releases it; the backend would refuse the delete too, in CSI's words).
    */
   private void requireNotPublished(String backendId) {
-    List<String> holders = controller.volumeStatus(backendId).map(VolumeStatus::attachedNodes).orElse(List.of());
+    List<String> holders = holders(backendId);
     if (!holders.isEmpty()) {
       throw DhvException.failed("volume " + req.volumeId() + " is published on the node with initiator "
           + String.join(", ", holders) + " (the storage's ACL admits it); a volume in use is never deleted:"

@@ -85,12 +85,12 @@ record QnapConfig(
     portals = List.copyOf(portals);
   }
 
-  /** Parses and checks the options; IllegalArgumentException naming the key and the rule. */
   /** Whether this instance has no appliance: the node side only, with no credentials. */
   boolean nodeOnly() {
     return url.isEmpty();
   }
 
+  /** Parses and checks the options; IllegalArgumentException naming the key and the rule. */
   static QnapConfig parse(Map<String, String> options) {
     Set<String> unknown = new TreeSet<>(options.keySet());
     unknown.removeAll(KEYS);
