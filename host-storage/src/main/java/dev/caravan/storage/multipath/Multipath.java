@@ -29,6 +29,7 @@ public final class Multipath {
   private static final String UUID_PREFIX = "mpath-";
   private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
   private static final Duration POLL = Duration.ofMillis(100);
+  private static final Duration OPEN_PATIENCE = Duration.ofSeconds(15);
   private static final String PATH_FORMAT = "%d|%i|%w|%t|%T|%o";
 
   private final Multipathd multipathd;
@@ -96,15 +97,39 @@ public final class Multipath {
    * out or removed. Returns false when there was no map. Refuses while the map is mounted or
    * anything is stacked on it; the paths themselves are left alone.
    *
+   * <p>multipathd also refuses while any process has the map open, and right after an unmount one
+   * always has for a moment: closing a device that was open for writing makes udev probe it. So a
+   * refusal with no mount and no holder is asked again for up to 15 seconds before it is reported.
+   *
    * @throws MapInUseException when a mount or a holder uses the map
-   * @throws StorageException when multipathd refuses (someone has the device open)
+   * @throws StorageException when multipathd still refuses after that (someone keeps the device open)
    */
   public boolean flush(Wwid wwid) {
-    Optional<DmMap> found = dmMap(wwid);
-    if (found.isEmpty()) {
-      return false;
+    long deadline = System.nanoTime() + OPEN_PATIENCE.toNanos();
+    while (true) {
+      Optional<DmMap> found = dmMap(wwid);
+      if (found.isEmpty()) {
+        return false;
+      }
+      DmMap map = found.get();
+      List<String> users = users(map);
+      if (!users.isEmpty()) {
+        throw new MapInUseException(wwid, map.name(), users);
+      }
+      String reply = multipathd.send("del map " + map.name()).strip();
+      if (reply.equals("ok") || dmMap(wwid).isEmpty()) {
+        return true; // removed, by us or meanwhile by someone else
+      }
+      if (System.nanoTime() - deadline > 0) {
+        throw new StorageException(
+            "multipathd refused to remove map " + map.name() + " (WWID " + wwid + ") for " + OPEN_PATIENCE
+                + ": " + reply + " (is the device open?)");
+      }
+      sleep();
     }
-    DmMap map = found.get();
+  }
+
+  private static List<String> users(DmMap map) {
     List<String> users = new ArrayList<>();
     for (MountEntry mount : MountTable.read()) {
       if (mount.majorMinor().equals(map.majorMinor())) {
@@ -114,19 +139,7 @@ public final class Multipath {
     for (String holder : map.holders()) {
       users.add("held by " + holder);
     }
-    if (!users.isEmpty()) {
-      throw new MapInUseException(wwid, map.name(), users);
-    }
-    String reply = multipathd.send("del map " + map.name()).strip();
-    if (!reply.equals("ok")) {
-      if (dmMap(wwid).isEmpty()) {
-        return true; // gone meanwhile: someone else removed it
-      }
-      throw new StorageException(
-          "multipathd refused to remove map " + map.name() + " (WWID " + wwid + "): " + reply
-              + " (is the device open?)");
-    }
-    return true;
+    return users;
   }
 
   /**

@@ -44,7 +44,6 @@ import java.util.Optional;
  */
 final class QnapNode implements NodeBackend {
   private static final System.Logger LOG = System.getLogger(QnapNode.class.getName());
-  private static final Duration FLUSH_RETRY = Duration.ofSeconds(15);
 
   private final Initiator initiator;
   private final Duration deviceWait;
@@ -105,7 +104,7 @@ final class QnapNode implements NodeBackend {
       return; // sessions that were there before this call belong to whoever made them
     }
     try {
-      flush(lun.wwid());
+      initiator.flush(lun.wwid());
       for (String portal : loggedIn) {
         initiator.logout(lun.target(), portal);
         initiator.deleteNode(lun.target(), portal);
@@ -164,7 +163,7 @@ final class QnapNode implements NodeBackend {
     }
     LunContext lun = parsed.get();
     try {
-      flush(lun.wwid());
+      initiator.flush(lun.wwid());
       // The map is gone, the sessions and node records are not: a retry must log out still.
       CrashPoints.reach("qnap.detach.after-flush");
       for (String portal : lun.portals()) {
@@ -182,33 +181,6 @@ final class QnapNode implements NodeBackend {
       }
     } catch (RuntimeException e) {
       throw translate(volume.volumeId(), "detach", e);
-    }
-  }
-
-  /**
-   * Flushes the map; a refusal by multipathd because the device is open is retried for a few seconds:
-   * right after an unmount, udev's probe of the device holds it open for a moment. A mount or a holder
-   * is refused at once ({@link MapInUseException}).
-   */
-  private void flush(Wwid wwid) {
-    long deadline = System.nanoTime() + FLUSH_RETRY.toNanos();
-    while (true) {
-      try {
-        initiator.flush(wwid);
-        return;
-      } catch (MapInUseException e) {
-        throw e;
-      } catch (StorageException e) {
-        if (System.nanoTime() - deadline > 0) {
-          throw e;
-        }
-        try {
-          Thread.sleep(200);
-        } catch (InterruptedException ie) {
-          Thread.currentThread().interrupt();
-          throw e;
-        }
-      }
     }
   }
 
