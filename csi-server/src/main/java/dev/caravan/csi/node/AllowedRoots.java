@@ -5,6 +5,7 @@ import dev.caravan.csi.backend.IdRules;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -42,10 +43,13 @@ public final class AllowedRoots {
 
   private final List<Path> configured;
   private final List<Path> resolved;
+  /** The resolved roots known to be real directories: paths spelt below one of them take {@link #resolveBelow}. */
+  private volatile List<Path> real;
 
   private AllowedRoots(List<Path> configured, List<Path> resolved) {
     this.configured = List.copyOf(configured);
     this.resolved = List.copyOf(resolved);
+    this.real = resolved.stream().filter(AllowedRoots::isRealDirectory).toList();
   }
 
   /** The roots, each resolved now (as far as it exists) to its real path. */
@@ -60,6 +64,31 @@ public final class AllowedRoots {
     }
     List<Path> normalized = roots.stream().map(Path::normalize).toList();
     return new AllowedRoots(normalized, normalized.stream().map(AllowedRoots::realPrefix).toList());
+  }
+
+  /** Whether {@code root} is a directory whose real path is itself: nothing on its way is a link. */
+  private static boolean isRealDirectory(Path root) {
+    try {
+      return Files.isDirectory(root, LinkOption.NOFOLLOW_LINKS) && root.toRealPath().equals(root);
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /**
+   * The real roots {@code path} is spelt below. A root that did not exist at start (the plugin may
+   * make it, with its socket's directory) is looked at again, and once it is a real directory it is
+   * one from then on, like the roots that were at start.
+   */
+  private Optional<Path> realRootAbove(Path path) {
+    Optional<Path> found = real.stream().filter(r -> path.startsWith(r) && !path.equals(r)).findFirst();
+    if (found.isPresent() || real.size() == resolved.size()) {
+      return found;
+    }
+    synchronized (this) {
+      real = resolved.stream().filter(r -> real.contains(r) || isRealDirectory(r)).toList();
+    }
+    return real.stream().filter(r -> path.startsWith(r) && !path.equals(r)).findFirst();
   }
 
   /**
@@ -97,23 +126,16 @@ public final class AllowedRoots {
    * class comment; INVALID_ARGUMENT naming {@code field} otherwise.
    */
   public Path resolve(String field, Path path) {
+    Optional<Path> spelt = path.equals(path.normalize()) ? realRootAbove(path) : Optional.empty();
+    if (spelt.isPresent()) {
+      return resolveBelow(field, path, spelt.get());
+    }
     for (Path p = path.getParent(); p != null && p.getParent() != null; p = p.getParent()) {
       if (Files.isSymbolicLink(p)) {
-        Path at = canonical(p);
-        Optional<Path> root = rootOf(at);
-        if (root.isPresent()) {
-          throw CsiException.invalid(
-              field + " '" + IdRules.printable(path.toString()) + "' passes through the symlink '" + p + "' ("
-                  + at + " -> " + target(p) + ") below the allowed root " + root.get() + ": no symlink may lie"
-                  + " between an allowed root and a path the plugin mounts on");
-        }
+        refuseLink(field, path, p);
       }
     }
-    if (Files.isSymbolicLink(path)) {
-      throw CsiException.invalid(
-          field + " '" + IdRules.printable(path.toString()) + "' is a symlink (-> " + target(path) + "): the"
-              + " plugin never mounts on, unmounts or removes a path through a link");
-    }
+    refuseIfLink(field, path);
     Path real = canonical(path);
     if (rootOf(real).isEmpty()) {
       throw CsiException.invalid(
@@ -123,6 +145,43 @@ public final class AllowedRoots {
               + " (--allowed-root; by default the Nomad mount root its endpoint implies)");
     }
     return real;
+  }
+
+  /**
+   * {@link #resolve} of a path written below {@code root}, a root that is a real directory:
+   * everything above the root is its real path already, so only the directories between the root and
+   * the path, and the path itself, can be links. An lstat of each of those is the whole check, and
+   * with none a link the path is its own canonical form (Nomad's paths are spelt this way: a few
+   * syscalls rather than an lstat and a readlink for every component from {@code /}, twice).
+   */
+  private Path resolveBelow(String field, Path path, Path root) {
+    for (Path p = path.getParent(); !p.equals(root); p = p.getParent()) {
+      if (Files.isSymbolicLink(p)) {
+        refuseLink(field, path, p);
+      }
+    }
+    refuseIfLink(field, path);
+    return path;
+  }
+
+  private static void refuseIfLink(String field, Path path) {
+    if (Files.isSymbolicLink(path)) {
+      throw CsiException.invalid(
+          field + " '" + IdRules.printable(path.toString()) + "' is a symlink (-> " + target(path) + "): the"
+              + " plugin never mounts on, unmounts or removes a path through a link");
+    }
+  }
+
+  /** Refuses {@code path} when the symlink {@code link} on its way lies below an allowed root. */
+  private void refuseLink(String field, Path path, Path link) {
+    Path at = canonical(link);
+    Optional<Path> root = rootOf(at);
+    if (root.isPresent()) {
+      throw CsiException.invalid(
+          field + " '" + IdRules.printable(path.toString()) + "' passes through the symlink '" + link + "' ("
+              + at + " -> " + target(link) + ") below the allowed root " + root.get() + ": no symlink may lie"
+              + " between an allowed root and a path the plugin mounts on");
+    }
   }
 
   private String describeRoots() {

@@ -60,6 +60,33 @@ class AllowedRootsTest {
   }
 
   @Test
+  void aRootMadeAfterStartIsStillCheckedAllTheWay() throws IOException {
+    // At start the root does not exist, so its real path is not known; when it appears as a link, a
+    // path spelt through it is what the link makes it, and still refused through a link below it.
+    Path elsewhere = Files.createDirectories(dir.resolve("disk/csi"));
+    AllowedRoots roots = AllowedRoots.of(List.of(dir.resolve("state/csi")));
+    Files.createDirectories(dir.resolve("state"));
+    Files.createSymbolicLink(dir.resolve("state/csi"), elsewhere);
+    Path inside = Files.createDirectories(elsewhere.resolve("monolith/caravan/a1"));
+
+    assertRefused(roots, dir.resolve("state/csi/monolith/caravan/a1/rw"), "is not below an allowed root");
+    Files.createSymbolicLink(elsewhere.resolve("monolith/caravan/a2"), inside);
+    assertRefused(AllowedRoots.of(List.of(dir.resolve("state/csi"))), dir.resolve("state/csi/monolith/caravan/a2/rw"),
+        "passes through the symlink");
+    assertThat(AllowedRoots.of(List.of(dir.resolve("state/csi"))).resolve("f", dir.resolve("state/csi/monolith/caravan/a1/rw")))
+        .isEqualTo(inside.toRealPath().resolve("rw"));
+
+    // Made after start as a directory (the plugin makes its socket's), the root confines as one.
+    Path later = dir.toRealPath().resolve("later/csi");
+    AllowedRoots early = AllowedRoots.of(List.of(later));
+    Path a1 = Files.createDirectories(later.resolve("monolith/caravan/a1"));
+    assertThat(early.resolve("f", a1.resolve("rw"))).isEqualTo(a1.resolve("rw"));
+    Files.createSymbolicLink(later.resolve("monolith/caravan/a3"), elsewhere);
+    assertRefused(early, later.resolve("monolith/caravan/a3/rw"), "passes through the symlink");
+    assertRefused(early, later.resolve("monolith/caravan/a3"), "is a symlink");
+  }
+
+  @Test
   void canonicalResolvesTheParentsButNeverTheLastComponent() throws IOException {
     Path real = Files.createDirectories(dir.resolve("real"));
     Path link = Files.createSymbolicLink(dir.resolve("link"), real);
