@@ -349,6 +349,11 @@ abstract class TestBackend {
       return new QnapTestBackend(lio, Optional.of(work), Optional.of(nodeId), Optional.of(iface));
     }
 
+    /** Another plugin on the appliance of {@code work} with node id {@code nodeId}: a second controller instance. */
+    QnapTestBackend secondNode(Path work, String nodeId) {
+      return new QnapTestBackend(lio, Optional.of(work), Optional.of(nodeId), Optional.empty());
+    }
+
     @Override
     String driver() {
       return "qnap";

@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.server.CrashPoints;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -45,7 +46,12 @@ class CgiApi implements QnapApi {
     return session.call(sid -> {
       Map<String, String> form = new LinkedHashMap<>(params);
       form.put("sid", sid);
-      Http.Response r = session.http().postForm(cgi, Map.of(), form);
+      Http.Response r;
+      try {
+        r = session.http().postForm(cgi, Map.of(), form);
+      } catch (CsiException e) {
+        throw named(what, e);
+      }
       if (r.status() == 401 || r.status() == 403) {
         throw new Session.Expired("HTTP " + r.status() + " to " + what);
       }
@@ -58,6 +64,14 @@ class CgiApi implements QnapApi {
       }
       return x;
     });
+  }
+
+  /**
+   * The appliance's silence or 5xx, with the step Caravan was taking (the HTTP layer knows only the CGI's
+   * path, which serves many steps), so that an operator sees which call the appliance failed.
+   */
+  static CsiException named(String what, CsiException e) {
+    return new CsiException(e.kind(), "QNAP " + what + ": " + e.getMessage(), e);
   }
 
   static long result(Element x, String what) {
@@ -406,6 +420,7 @@ class CgiApi implements QnapApi {
     long id = ok(call(SNAPSHOT, what, params("func", "create_snapshot", "lunID", Integer.toString(lun.index()),
         "snapshot_name", name, "snapshot_description", "caravan", "expire_min", "0", "vital", "1",
         "snapshot_type", "0")), what);
+    CrashPoints.reach("qnap.snapshot.after-create"); // asked for, not yet seen ready
     return Poll.until(readyTimeout, "snapshot '" + name + "'",
         () -> snapshots(lun).stream().filter(s -> s.id() == id && s.ready()).findFirst());
   }

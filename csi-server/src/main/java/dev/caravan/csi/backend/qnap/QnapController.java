@@ -25,6 +25,7 @@ import dev.caravan.csi.backend.qnap.QnapApi.Snap;
 import dev.caravan.csi.backend.qnap.QnapApi.Target;
 import dev.caravan.csi.backend.qnap.QnapIds.SnapshotId;
 import dev.caravan.csi.backend.qnap.QnapIds.VolumeId;
+import dev.caravan.csi.server.CrashPoints;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -163,6 +164,7 @@ final class QnapController implements ControllerBackend {
       long bytes = size(req.capacity(), 0);
       requireRoom(pool, thin, bytes);
       lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
+      CrashPoints.reach("qnap.create.after-lun"); // a LUN without its target: the retry, or a publish, exposes it
     }
     return expose(chosen, lun, req.source());
   }
@@ -177,6 +179,7 @@ final class QnapController implements ControllerBackend {
             + v.lunName() + "': it is not Caravan's; rename or remove it on the appliance");
       }
       target = api.createTarget(v.lunName());
+      CrashPoints.reach("qnap.create.after-target"); // the target exists, the LUN not yet mapped to it
     }
     int index = target.index();
     Optional<Mapping> mapping = lun.mappings().stream().filter(m -> m.targetIndex() == index).findFirst();
@@ -310,9 +313,11 @@ final class QnapController implements ControllerBackend {
               + "; ControllerUnpublish it first");
         }
         api.unmap(lun.get(), target.get());
+        CrashPoints.reach("qnap.delete.after-unmap");
       }
     }
     lun.ifPresent(api::deleteLun);
+    CrashPoints.reach("qnap.delete.after-lun"); // the target outlives its LUN until the retry
     target.ifPresent(api::deleteTarget);
   }
 
@@ -513,6 +518,7 @@ final class QnapController implements ControllerBackend {
     }
     if (holders.isEmpty()) {
       api.allow(target, nodeId, chap);
+      CrashPoints.reach("qnap.publish.after-allow"); // admitted, but the CO never heard so
       List<String> now = api.acl(target);
       if (!now.equals(List.of(nodeId))) {
         throw new CsiException(Kind.ABORTED, "after admitting " + nodeId + " the ACL of target " + target.name()

@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.csi.observe.Json;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,7 +29,12 @@ final class RestApi extends CgiApi {
   /** One REST call; the parsed answer, which must carry error_code 0. */
   private Map<String, Object> rest(String method, String path, Optional<Map<String, Object>> body, String what) {
     return session.call(sid -> {
-      Http.Response r = session.http().json(method, path, body.map(Json::write), sid);
+      Http.Response r;
+      try {
+        r = session.http().json(method, path, body.map(Json::write), sid);
+      } catch (CsiException e) {
+        throw named(what, e);
+      }
       if (r.status() == 401 || r.status() == 403) {
         throw new Session.Expired("HTTP " + r.status() + " to " + what);
       }
@@ -254,6 +260,7 @@ final class RestApi extends CgiApi {
     Lun now = require(lun, "snapshotting it");
     rest("POST", "/api/snapmgr/v1/volumes/" + now.volumeRef() + "/snapshots", Optional.of(object("name", name,
         "expire_min", 0, "vital", true)), "create snapshot " + name + " of " + lun.name());
+    CrashPoints.reach("qnap.snapshot.after-create"); // asked for, not yet seen ready
     return Poll.until(readyTimeout, "snapshot '" + name + "'",
         () -> snapshots(lun).stream().filter(s -> s.name().equals(name) && s.ready()).findFirst());
   }

@@ -39,7 +39,9 @@ import javax.net.ssl.SSLContext;
  * few reads, deletes that leave an {@code isRemoving} row and then a ghost row (empty name, status -2)
  * until the index is reused, snapshot deletes that finish late, clones that answer {@code <fork>1} and
  * report through {@code get_return}, session expiry ({@code authPassed 0}; REST {@code error_code -22}),
- * a login lockout after repeated failures, injected errors, and a recorder of every call.
+ * a login lockout after repeated failures, injected errors, and a recorder of every call; and the faults
+ * of an appliance in trouble: every answer late ({@link #delay}), every answer a 5xx ({@link #failingWith}),
+ * connections refused ({@link #refuse}).
  *
  * <p>Where the sources leave something open, the simulator takes one reading and says so:
  * {@code remove_target} answers 0 (S2), target-CGI {@code add_lun} answers the target index (S5),
@@ -88,8 +90,16 @@ final class QnapSimulator implements AutoCloseable {
   /** How long a session lives after its login (the appliance's session timeout). */
   volatile java.time.Duration sessionTtl = java.time.Duration.ofHours(1);
 
+  /** Every request waits this long before the appliance looks at it: an appliance busy or stalled. */
+  volatile java.time.Duration delay = java.time.Duration.ZERO;
+  /** While not 0, every request is answered with this HTTP status (the web server up, its backend not). */
+  volatile int failingWith;
+
   private final Flavour flavour;
-  private final HttpServer server;
+  private final Optional<SSLContext> tls;
+  private final int port;
+  /** Null while {@link #refuse}d: nothing listens on the port. */
+  private volatile HttpServer server;
   private final List<Call> calls = new CopyOnWriteArrayList<>();
   private final List<String> violations = new CopyOnWriteArrayList<>();
   private volatile TargetListener listener = new TargetListener() {};
@@ -151,21 +161,48 @@ final class QnapSimulator implements AutoCloseable {
 
   QnapSimulator(Flavour flavour, Optional<SSLContext> tls) throws IOException {
     this.flavour = flavour;
-    InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+    this.tls = tls;
+    this.server = listen(0);
+    this.port = server.getAddress().getPort();
+  }
+
+  private HttpServer listen(int at) throws IOException {
+    InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), at);
+    HttpServer s;
     if (tls.isPresent()) {
-      HttpsServer s = HttpsServer.create(at, 0);
-      s.setHttpsConfigurator(new HttpsConfigurator(tls.get()));
-      server = s;
+      HttpsServer https = HttpsServer.create(address, 0);
+      https.setHttpsConfigurator(new HttpsConfigurator(tls.get()));
+      s = https;
     } else {
-      server = HttpServer.create(at, 0);
+      s = HttpServer.create(address, 0);
     }
-    server.createContext("/", this::handle);
-    server.start();
+    s.createContext("/", this::handle);
+    // The appliance's web server answers requests side by side; the state stays serialized (synchronized).
+    s.setExecutor(java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor());
+    s.start();
+    return s;
   }
 
   URI url() {
-    String scheme = server instanceof HttpsServer ? "https" : "http";
-    return URI.create(scheme + "://127.0.0.1:" + server.getAddress().getPort());
+    return URI.create((tls.isPresent() ? "https" : "http") + "://127.0.0.1:" + port);
+  }
+
+  /**
+   * The appliance stops listening (powered off, its web server down, a firewall rejecting): connections
+   * to its port are refused. Its state stays; {@link #accept} listens again on the same port.
+   */
+  synchronized void refuse() {
+    if (server != null) {
+      server.stop(0);
+      server = null;
+    }
+  }
+
+  /** Listens again, on the same port, after {@link #refuse}. */
+  synchronized void accept() throws IOException {
+    if (server == null) {
+      server = listen(port);
+    }
   }
 
   void listener(TargetListener l) {
@@ -267,7 +304,7 @@ final class QnapSimulator implements AutoCloseable {
 
   @Override
   public void close() {
-    server.stop(0);
+    refuse();
   }
 
   // ---- HTTP --------------------------------------------------------------------------------------
@@ -276,6 +313,23 @@ final class QnapSimulator implements AutoCloseable {
     try (ex) {
       String path = ex.getRequestURI().getPath();
       String body = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      java.time.Duration wait = delay;
+      if (!wait.isZero()) {
+        try {
+          Thread.sleep(wait);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+      int failing = failingWith;
+      if (failing != 0) {
+        calls.add(new Call(ex.getRequestMethod(), path, "HTTP " + failing, Map.of(), List.of()));
+        byte[] page = "<html><body>Service Unavailable</body></html>".getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(failing, page.length);
+        ex.getResponseBody().write(page);
+        return;
+      }
       Map<String, String> query = form(Optional.ofNullable(ex.getRequestURI().getRawQuery()).orElse(""));
       String[] reply;
       if (path.startsWith("/cgi-bin/")) {

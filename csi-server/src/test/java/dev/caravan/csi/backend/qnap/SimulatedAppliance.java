@@ -70,6 +70,50 @@ public final class SimulatedAppliance implements AutoCloseable {
     return out;
   }
 
+  /** Every LUN that exists, by name, one entry per LUN: a name made twice appears twice. */
+  public List<String> luns() {
+    return List.copyOf(sim.lunNames().values());
+  }
+
+  /** Every snapshot that exists (none being deleted), by name, one entry per snapshot. */
+  public List<String> snapshots() {
+    return sim.snapshotNames();
+  }
+
+  /** The LUN name of {@code volumeId} ({@code qnap/v1/<LUN name>}). */
+  public static String lunName(String volumeId) {
+    return volumeId.substring(QnapIds.PREFIX.length());
+  }
+
+  // ---- faults (mode 7): what an appliance that is slow, failing or gone looks like to its client ----
+
+  /** Every request waits {@code delay} before the appliance handles it (zero: at once). */
+  public void slow(java.time.Duration delay) {
+    sim.delay = delay;
+  }
+
+  /** Every request, the login too, is answered with HTTP {@code status} (a 5xx) and an HTML page. */
+  public void failWith(int status) {
+    sim.failingWith = status;
+  }
+
+  /** Nothing listens on the appliance's port any more: connections are refused. */
+  public void refuseConnections() {
+    sim.refuse();
+  }
+
+  /** Healthy again: listening on its port, answering at once and as the API says. */
+  public void heal() throws IOException {
+    sim.delay = java.time.Duration.ZERO;
+    sim.failingWith = 0;
+    sim.accept();
+  }
+
+  /** How many requests the appliance has received (handled or failed). */
+  public int requests() {
+    return sim.calls().size();
+  }
+
   /** The size of the LUN of {@code volumeId} ({@code qnap/v1/<LUN name>}); -1 when there is none. */
   public long lunBytes(String volumeId) {
     return sim.lunBytes(volumeId.substring(QnapIds.PREFIX.length()));
