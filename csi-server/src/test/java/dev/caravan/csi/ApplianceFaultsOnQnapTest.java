@@ -75,6 +75,13 @@ class ApplianceFaultsOnQnapTest {
     return f.identity.withDeadlineAfter(PROBE_SECONDS, TimeUnit.SECONDS).probe(ProbeRequest.getDefaultInstance());
   }
 
+  /** Probe answers FAILED_PRECONDITION, the spec's code for a plugin that is not healthy, saying why. */
+  private void assertNotReady(String when, String why) {
+    StatusRuntimeException e = error(this::probe);
+    assertThat(e.getStatus().getCode()).as(when).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(e.getStatus().getDescription()).as(when).contains("not ready").contains(why);
+  }
+
   /** A call, with the caller's short deadline, and how long it took to answer. */
   private record Timed(StatusRuntimeException error, Duration took) {}
 
@@ -115,9 +122,14 @@ class ApplianceFaultsOnQnapTest {
     assertThat(retry.error().getStatus().getCode()).as("its retry while the first still runs")
         .isIn(Code.ABORTED, Code.DEADLINE_EXCEEDED);
     assertThat(retry.took()).isLessThan(Duration.ofMillis(DEADLINE_MILLIS + 1000));
-    // Probe asks the appliance for its firmware: 2.5 s late, still inside Nomad's 5 s.
+    // Probe asks the appliance for its firmware: 2.5 s late, still inside Probe's 4 s and Nomad's 5 s.
     assertThat(probe().getReady().getValue()).as("Probe of a slow appliance").isTrue();
     assertThat(appliance.acl(inUse)).as("the published volume's ACL").containsExactly(WORKLOAD);
+    // Later than that, Probe says so before Nomad's 5 s run out, rather than time out.
+    appliance.slow(Duration.ofMillis(4500));
+    long asked = System.nanoTime();
+    assertNotReady("Probe of an appliance 4.5 s late", "did not answer within 4 s");
+    assertThat(Duration.ofNanos(System.nanoTime() - asked)).isLessThan(Duration.ofMillis(4900));
 
     appliance.heal();
     long healed = System.nanoTime();
@@ -150,7 +162,7 @@ class ApplianceFaultsOnQnapTest {
     Timed republish = failing(c -> c.controllerPublishVolume(publish(inUse)));
     assertThat(republish.error().getStatus().getCode()).as("a publish the appliance cannot confirm: no false OK")
         .isEqualTo(Code.UNAVAILABLE);
-    assertThat(probe().getReady().getValue()).as("Probe while the appliance answers 503").isFalse();
+    assertNotReady("Probe while the appliance answers 503", "HTTP 503");
 
     appliance.refuseConnections();
     failed = failing(c -> c.createVolume(create("during")));
@@ -159,7 +171,7 @@ class ApplianceFaultsOnQnapTest {
     assertThat(failed.error().getStatus().getDescription()).as("names the appliance step")
         .contains("QNAP LUN list").contains("did not answer");
     assertThat(failed.took()).as("a refused connection fails at once").isLessThan(Duration.ofMillis(DEADLINE_MILLIS));
-    assertThat(probe().getReady().getValue()).as("Probe while the appliance refuses connections").isFalse();
+    assertNotReady("Probe while the appliance refuses connections", "did not answer");
     assertThat(appliance.luns()).as("nothing was made during the outage").containsExactly(
         SimulatedAppliance.lunName(inUse));
 

@@ -3,6 +3,7 @@ package dev.caravan.csi.service;
 import com.google.protobuf.BoolValue;
 import dev.caravan.csi.BuildInfo;
 import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.v1.GetPluginCapabilitiesRequest;
 import dev.caravan.csi.v1.GetPluginCapabilitiesResponse;
@@ -61,7 +62,12 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
   public void probe(ProbeRequest request, StreamObserver<ProbeResponse> out) {
     Rpc.unary(out, () -> {
       Readiness r = backend.readiness();
-      return ProbeResponse.newBuilder().setReady(BoolValue.of(r.ready())).build();
+      if (!r.ready()) {
+        // The spec keeps ready=false for a healthy plugin still starting; one that cannot reach what it
+        // needs answers an error (csi-spec-rules.md, Probe). Nomad counts either as unhealthy.
+        throw CsiException.failedPrecondition("the plugin is not ready: " + r.detail());
+      }
+      return ProbeResponse.newBuilder().setReady(BoolValue.of(true)).build();
     });
   }
 
