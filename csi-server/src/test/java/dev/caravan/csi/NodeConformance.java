@@ -45,6 +45,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ArgumentsSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -211,7 +212,7 @@ abstract class NodeConformance {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"ext4", "xfs"})
+  @ArgumentsSource(GrowthFilesystems.class)
   void expansionIsSeenByStatvfs(String fs) throws IOException {
     if (fs.equals("xfs")) {
       Host.requireXfs();
@@ -244,7 +245,7 @@ abstract class NodeConformance {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"ext4", "xfs"})
+  @ArgumentsSource(GrowthFilesystems.class)
   void aVolumeGrownWhileUnstagedIsGrownAtTheNextStage(String fs) throws IOException {
     if (fs.equals("xfs")) {
       Host.requireXfs();
