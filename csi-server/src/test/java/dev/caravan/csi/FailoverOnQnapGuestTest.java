@@ -28,6 +28,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,8 +44,9 @@ import org.junit.jupiter.api.Test;
  *
  * <p>One kernel has one multipathd, and both initiators reach the same LUN, so the same WWID: while A
  * still has its map, B's paths would join A's map rather than make one of B's own. So here B stages
- * only after A has unstaged, as Nomad's order in a drain has it anyway; two nodes holding sessions to
- * one LUN at once (a lost client still logged in while the replacement attaches) needs two hosts.
+ * only after A has unstaged, as Nomad's order in a drain has it anyway (after a power loss, once what
+ * A's reboot takes away is gone); two nodes holding sessions to one LUN at once (a lost client still
+ * logged in while the replacement attaches) needs two hosts.
  */
 class FailoverOnQnapGuestTest {
   static final String IFACE_B = "caravan-node-b";
@@ -54,6 +56,8 @@ class FailoverOnQnapGuestTest {
   private TestBackend.QnapTestBackend backend;
   private PluginFixture a;
   private PluginFixture b;
+  /** The portals' traffic dropped by the power-loss scenario, until A's kernel state is gone. */
+  private final List<AutoCloseable> outages = new ArrayList<>();
   private long last = System.nanoTime();
 
   /** Prints how long the step just finished took: where the guest's time goes, in the log. */
@@ -271,7 +275,7 @@ class FailoverOnQnapGuestTest {
    * naming A, while A's initiator holds the ACL, also after A has booted again; nothing on A logs in
    * or maps the volume by itself. After the operator's detach B attaches, ext4 replays the journal
    * and B finds every record A saw fsynced, and at most the one in flight. A's plugin, when Nomad
-   * finally unpublishes and unstages there, finds nothing to undo and leaves nothing.
+   * finally unpublishes and unstages there, has nothing left to undo but A's node records.
    */
   @Test
   void aPoweredOffNodeIsFencedUntilDetachedAndEveryRecordItFsyncedSurvivesTheJournalReplay() throws Exception {
@@ -395,9 +399,6 @@ class FailoverOnQnapGuestTest {
         + " on A attached by itself; after the detach B found " + found.records() + " of " + fsynced
         + " fsynced records after the journal replay (time: the detach to B's first durable record)", recovery);
   }
-
-  /** The portals' traffic dropped by the power-loss scenario, until A's kernel state is gone. */
-  private final List<AutoCloseable> outages = new java.util.ArrayList<>();
 
   /** host-storage's PortalOutage: its test classes are on the guest suite's class path, not this module's. */
   private static AutoCloseable dropTraffic(String portal) throws ReflectiveOperationException {
