@@ -302,6 +302,7 @@ class FailoverOnQnapGuestTest {
     // runs can report success although its transaction never reached the journal (a run saw that
     // record missing after the replay). So the records that must survive are those fsynced before the
     // shutdown began; any the writer saw fsynced after that were in flight.
+    FilesystemShutdown.link();
     long fsynced = task.durable();
     FilesystemShutdown.withoutLogFlush(stagingA);
     awaitFailure(task, Duration.ofSeconds(30));
