@@ -130,7 +130,10 @@ public final class NomadFake implements AutoCloseable {
     ((Map<String, Object>) v.get("ReadAllocs")).remove(allocId);
   }
 
-  /** One evaluation of a job; {@code failures} maps task group to ConstraintFiltered (reason to node count). */
+  /**
+   * One evaluation of a job, or the later state of one added before (same id); {@code failures} maps
+   * task group to ConstraintFiltered (reason to node count).
+   */
   public void addEvaluation(String namespace, String jobId, String id, String status, int createIndex,
       String blockedEval, Map<String, Map<String, Integer>> failures) {
     Map<String, Object> e = new LinkedHashMap<>();
@@ -178,7 +181,10 @@ public final class NomadFake implements AutoCloseable {
     e.put("SnapshotIndex", createIndex);
     e.put("CreateIndex", createIndex);
     e.put("ModifyIndex", createIndex + 1);
-    evaluations.computeIfAbsent(namespace + "/" + jobId, k -> new CopyOnWriteArrayList<>()).add(e);
+    List<Map<String, Object>> evals = evaluations.computeIfAbsent(namespace + "/" + jobId,
+        k -> new CopyOnWriteArrayList<>());
+    evals.removeIf(old -> old.get("ID").equals(id)); // an evaluation's later state replaces its earlier one
+    evals.add(e);
   }
 
   /** One plugin instance: on Nomad node {@code nomadNodeId}, reporting {@code csiNodeId} from NodeGetInfo. */

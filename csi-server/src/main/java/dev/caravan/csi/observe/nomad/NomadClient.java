@@ -164,7 +164,7 @@ public final class NomadClient {
   }
 
   /**
-   * Read CSI Plugin ({@code GET /v1/plugin/csi/:id}, ACL {@code plugin:read}; plugins have no
+   * Read CSI Plugin ({@code GET /v1/plugin/csi/:id}, ACL: plugin read; plugins have no
    * namespace); empty for 404. Nomad's documentation shows the answer inside a list, the API sends
    * the object: both are read.
    */
