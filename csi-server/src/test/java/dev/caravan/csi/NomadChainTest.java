@@ -230,15 +230,26 @@ class NomadChainTest {
     assertThat(after.findings()).isEmpty();
   }
 
-  /** The holder still runs: the next command is to look at it (and stop it), never to detach a live writer. */
+  /**
+   * The holder still runs: the next command is to look at it (and stop it), never to detach a live
+   * writer. A finished reader still counted is a warning (it blocks no writer), with the detach.
+   */
   @Test
   void aRunningWriterIsNamedButNotDetached() {
     healthyPlugin();
     nomad.addAllocation("prod", ALLOC_A, "web", "db", NODE_A, "client-a", "running", "run", "", "");
     nomad.claim("prod", "db", ALLOC_A, true);
+    nomad.addAllocation("prod", ALLOC_B, "web", "db", NODE_B, "client-b", "complete", "run", "", "");
+    nomad.claim("prod", "db", ALLOC_B, false);
     nomad.addEvaluation("prod", "web", "e-5", "blocked", 5, "", Map.of("db", Map.of(WRITERS_EXHAUSTED, 2)));
     Chain c = inspect("prod", "db");
-    assertThat(nomadCodes(c)).containsExactly("nomad-placement-blocked-on-writer-claim");
+    assertThat(nomadCodes(c)).containsExactly("nomad-claim-held-by-stopped-allocation",
+        "nomad-placement-blocked-on-writer-claim");
+    assertThat(finding(c, "nomad-claim-held-by-stopped-allocation")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("warning");
+      assertThat(x.message()).contains(ALLOC_B).contains("reader");
+      assertThat(x.next()).isEqualTo("nomad volume detach -namespace prod db " + NODE_B);
+    });
     assertThat(finding(c, "nomad-placement-blocked-on-writer-claim").next())
         .startsWith("nomad alloc status " + ALLOC_A).doesNotContain("detach");
   }

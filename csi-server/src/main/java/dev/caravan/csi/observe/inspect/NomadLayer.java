@@ -133,14 +133,16 @@ final class NomadLayer {
       if (c.stopped()) {
         boolean write = c.mode().equals("write");
         findings.add(new Finding("nomad-claim-held-by-stopped-allocation", write ? "error" : "warning",
-            "Nomad still counts allocation " + c.allocId() + " as a " + c.mode() + "r of " + vol + ", but it is "
-                + c.status() + c.onNode() + ". Until the claim is released"
+            "Nomad still counts allocation " + c.allocId() + " as a " + (write ? "writer" : "reader") + " of " + vol
+                + ", but it is " + c.status() + c.onNode() + ". Until the claim is released"
                 + (write ? " no other allocation can write the volume" : " the volume stays attached there")
-                + "; Nomad releases it after unpublishing there, which cannot happen while that node is down.",
+                + "; Nomad releases it once the volume is unpublished from that node, which a node that is gone"
+                + " cannot do: the detach does it.",
             c.nodeId().isEmpty() ? "nomad volume status -namespace " + ns + " " + vol : detach + c.nodeId()));
       } else if (c.clientStatus().equals("unknown")) {
         findings.add(Finding.warning("nomad-claim-on-disconnected-node",
-            "Allocation " + c.allocId() + ", the volume's " + c.mode() + "r, is in state unknown" + c.onNode()
+            "Allocation " + c.allocId() + ", the volume's " + (c.mode().equals("write") ? "writer" : "reader")
+                + ", is in state unknown" + c.onNode()
                 + ": its client is disconnected, and it may still be writing.",
             "nomad node status " + c.nodeId()));
       }
