@@ -218,6 +218,7 @@ class ObserveTest {
     stageAndPublish(vol);
     Map<String, Object> clean = get("/v1/volumes/" + vol + "/chain").json();
     assertThat(clean.get("agree")).as(Json.pretty(clean)).isEqualTo(true);
+    assertThat(Json.write(clean)).as("no Nomad task API here").contains("\"nomad\":{\"state\":\"not-consulted\"");
     Answer text = get("/v1/volumes/" + vol + "/chain?format=text");
     assertThat(text.body()).contains("All layers agree.").contains("alloc-7");
     assertThat(get("/v1/volumes/vol-nope-000000000000/chain").status()).isEqualTo(404);

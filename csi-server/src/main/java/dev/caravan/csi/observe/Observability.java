@@ -69,7 +69,7 @@ public final class Observability implements AutoCloseable {
     if (metrics instanceof PrometheusMetrics p) {
       p.bind(settings.driver(), journal, usage, backend, clock);
     }
-    inspector = new ChainInspector(settings.nodeId(), backend, journal, usage, clock);
+    inspector = new ChainInspector(settings.nodeId(), backend, journal, usage, clock, o.nomad());
     if (o.http().isPresent()) {
       usage.start();
       ObserveApi api = new ObserveApi(settings.nodeId(), controller, journal, usage, inspector,

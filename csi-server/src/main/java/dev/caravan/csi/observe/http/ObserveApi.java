@@ -176,7 +176,7 @@ public final class ObserveApi {
     if (r.failure != null) {
       return r.failure;
     }
-    Chain chain = inspector.inspect(r.csiId);
+    Chain chain = inspector.inspect(r.csiId, r.nomad.map(v -> new NomadVolume(v.namespace(), v.id())));
     if (!chain.known()) {
       return Response.error(404, "no layer on node " + nodeId + " knows volume " + r.csiId
           + " (no backend object, no journal record, no device)");

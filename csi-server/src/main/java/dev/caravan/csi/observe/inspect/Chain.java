@@ -9,7 +9,7 @@ import java.util.Map;
  * One volume's claim chain as the inspector saw it.
  *
  * @param known whether any layer knows the volume (404 otherwise)
- * @param layers backend, attachment, staging, published, unrecorded_mounts, journal
+ * @param layers backend, attachment, staging, published, unrecorded_mounts, journal, nomad
  */
 public record Chain(
     String volumeId, String nodeId, boolean known, String inspectedAt, Map<String, Object> layers,

@@ -8,6 +8,8 @@ import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.observe.NomadPaths;
+import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.observe.stats.VolumeUsage;
 import dev.caravan.storage.block.BlockDevices;
@@ -33,8 +35,8 @@ import java.util.stream.Collectors;
  * The claim-chain inspector: for one volume, what this plugin can see at every layer (backend
  * object, attachment, staging mounts, publish mounts, the node journal on disk and in memory), each
  * with its state and evidence, and every disagreement as a {@link Finding}. It only reads: the
- * mount table, sysfs, the journal file, the backend's {@link Backend#describe}. It never changes
- * anything.
+ * mount table, sysfs, the journal file, the backend's {@link Backend#describe}, and when the plugin
+ * runs as a Nomad task, Nomad's HTTP API ({@link NomadLayer}). It never changes anything.
  */
 public final class ChainInspector {
   /** Mount option keys whose values are never shown (network filesystems put credentials there). */
@@ -46,17 +48,33 @@ public final class ChainInspector {
   private final NodeJournal journal;
   private final UsageCollector usage;
   private final Clock clock;
+  private final Optional<NomadLayer> nomad;
 
   public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock) {
+    this(nodeId, backend, journal, usage, clock, Optional.empty());
+  }
+
+  /** With {@code nomad}, Nomad's HTTP API is a layer of the chain too. */
+  public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock,
+      Optional<NomadClient> nomad) {
     this.nodeId = nodeId;
     this.backend = backend;
     this.journal = journal;
     this.usage = usage;
     this.clock = clock;
+    this.nomad = nomad.map(n -> new NomadLayer(n, nodeId));
   }
 
   /** The whole chain of one volume; the id has passed the backend's syntax check. */
   public Chain inspect(String volumeId) {
+    return inspect(volumeId, Optional.empty());
+  }
+
+  /**
+   * The whole chain of one volume; {@code nomadVolume} is the Nomad volume the caller resolved it
+   * from, if any (otherwise the journal's staging paths name it).
+   */
+  public Chain inspect(String volumeId, Optional<NomadVolume> nomadVolume) {
     List<MountEntry> mounts = MountTable.read();
     List<Finding> findings = new ArrayList<>();
     Optional<StagedVolume> memory = journal.get(volumeId);
@@ -280,6 +298,28 @@ public final class ChainInspector {
       }
     }
 
+    // ---- Nomad ----
+    Optional<NomadVolume> ref = nomadVolume.or(() -> record.flatMap(r -> r.stagingPaths().stream()
+        .map(NomadPaths::fromStagingPath).flatMap(Optional::stream).findFirst()));
+    NomadLayer.Result nomadResult;
+    if (nomad.isEmpty()) {
+      nomadResult = NomadLayer.notConsulted("Nomad's task API is not available to this plugin (it is not running as"
+          + " a Nomad task with NOMAD_SECRETS_DIR set)");
+    } else if (ref.isEmpty()) {
+      nomadResult = NomadLayer.notConsulted("no Nomad volume id is known for " + volumeId + ": nothing is staged"
+          + " here under Nomad's layout; ask by Nomad id (caravan inspect <volume> --namespace <namespace>)");
+    } else {
+      Set<String> allocsHere = record.map(r -> r.targets().stream().map(t -> NomadPaths.allocationId(t.target()))
+          .flatMap(Optional::stream).collect(Collectors.toSet())).orElse(Set.of());
+      Optional<List<String>> publishedTo = backendKnown
+          ? Optional.ofNullable(object.properties().get("publishedTo"))
+              .map(s -> s.isEmpty() ? List.<String>of() : List.of(s.split(",", -1)))
+          : Optional.empty();
+      nomadResult = nomad.get().inspect(ref.get(), nomadVolume.isPresent() ? "the request" : "the staging path",
+          new NomadLayer.Local(volumeId, record.isPresent(), allocsHere, publishedTo));
+    }
+    findings.addAll(nomadResult.findings());
+
     boolean known = object.exists() || record.isPresent() || device.isPresent();
     Map<String, Object> layers = new LinkedHashMap<>();
     layers.put("backend", layer(backendState, backendEvidence));
@@ -288,6 +328,7 @@ public final class ChainInspector {
     layers.put("published", published);
     layers.put("unrecorded_mounts", unrecorded);
     layers.put("journal", layer(journalState, journalEvidence));
+    layers.put("nomad", nomadResult.layer());
     return new Chain(volumeId, nodeId, known, clock.instant().toString(), layers, List.copyOf(findings));
   }
 

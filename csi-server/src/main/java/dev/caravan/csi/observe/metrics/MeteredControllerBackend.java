@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
@@ -23,11 +24,21 @@ import java.util.function.Supplier;
  * clone, when the request has a content source), destroy, snapshot, snapshot_destroy, grow, publish,
  * unpublish; outcome
  * ok, or the failure kind in lower case (not_found, failed_precondition...), or error.
+ *
+ * <p>And the fence: a publish the backend refuses with FAILED_PRECONDITION while the storage reports
+ * the volume attached to another node is a fenced publish (one read of the volume's status, only
+ * after such a refusal). A later unpublish that removes one of those holding nodes' attachments is a
+ * forced detach: the attachment was keeping another node out, and now it is gone, which is what
+ * {@code nomad volume detach} of a lost node causes. The controller cannot see whether the holder's
+ * node plugin had unstaged, so this is the definition it can check; the memory of who fenced whom is
+ * this instance's, so a detach sent to another controller instance, or after a restart, is not counted.
  */
 public final class MeteredControllerBackend implements ControllerBackend {
   private final ControllerBackend delegate;
   private final Metrics metrics;
   private final String backend;
+  /** Per volume, the nodes whose attachment refused another node's publish, until an unpublish removes it. */
+  private final Map<String, Set<String>> fencing = new ConcurrentHashMap<>();
 
   public MeteredControllerBackend(ControllerBackend delegate, Metrics metrics, String backend) {
     this.delegate = delegate;
@@ -148,7 +159,18 @@ public final class MeteredControllerBackend implements ControllerBackend {
 
   @Override
   public Map<String, String> publishVolume(String volumeId, String nodeId, Map<String, String> secrets) {
-    return timed("publish", () -> delegate.publishVolume(volumeId, nodeId, secrets));
+    try {
+      return timed("publish", () -> delegate.publishVolume(volumeId, nodeId, secrets));
+    } catch (CsiException e) {
+      if (e.kind() == CsiException.Kind.FAILED_PRECONDITION) {
+        List<String> others = attached(volumeId).orElse(List.of()).stream().filter(n -> !n.equals(nodeId)).toList();
+        if (!others.isEmpty()) {
+          metrics.fencedPublish(backend);
+          fencing.computeIfAbsent(volumeId, k -> ConcurrentHashMap.newKeySet()).addAll(others);
+        }
+      }
+      throw e;
+    }
   }
 
   @Override
@@ -157,5 +179,32 @@ public final class MeteredControllerBackend implements ControllerBackend {
       delegate.unpublishVolume(volumeId, nodeId);
       return null;
     });
+    Set<String> holders = fencing.get(volumeId);
+    if (holders == null) {
+      return;
+    }
+    List<String> detached = holders.stream().filter(h -> nodeId.map(h::equals).orElse(true)).sorted().toList();
+    if (detached.isEmpty()) {
+      return;
+    }
+    Optional<List<String>> still = attached(volumeId);
+    if (still.isEmpty()) {
+      return; // the storage did not answer: nothing is concluded, the next unpublish may tell
+    }
+    for (String h : detached) {
+      if (!still.get().contains(h) && holders.remove(h)) {
+        metrics.forcedDetach(backend);
+      }
+    }
+    fencing.computeIfPresent(volumeId, (k, s) -> s.isEmpty() ? null : s);
+  }
+
+  /** The nodes the storage has the volume attached to; empty when it cannot tell. */
+  private Optional<List<String>> attached(String volumeId) {
+    try {
+      return delegate.volumeStatus(volumeId).map(VolumeStatus::attachedNodes);
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
   }
 }

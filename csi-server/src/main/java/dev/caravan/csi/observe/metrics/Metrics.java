@@ -28,4 +28,10 @@ public interface Metrics extends NodeObserver {
 
   /** One backend operation (create, destroy, snapshot, snapshot_destroy, clone, grow) ended. */
   void backendOperation(String backend, String op, String outcome, long nanos);
+
+  /** A ControllerPublish was refused because the storage has the volume attached to another node (the fence). */
+  default void fencedPublish(String backend) {}
+
+  /** A ControllerUnpublish removed an attachment that had refused another node's publish (see {@link MeteredControllerBackend}). */
+  default void forcedDetach(String backend) {}
 }

@@ -46,6 +46,8 @@ public final class PrometheusMetrics implements Metrics {
   private final Histogram nodeOpSeconds;
   private final Counter backendOpTotal;
   private final Histogram backendOpSeconds;
+  private final Counter fencedPublishes;
+  private final Counter forcedDetaches;
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
 
   public PrometheusMetrics() {
@@ -67,6 +69,14 @@ public final class PrometheusMetrics implements Metrics {
     backendOpSeconds = Histogram.builder().name("caravan_backend_operation_duration_seconds")
         .help("Latency of backend operations.").unit(Unit.SECONDS)
         .labelNames("backend", "op").classicOnly().classicUpperBounds(OP_BUCKETS).register(registry);
+    fencedPublishes = Counter.builder().name("caravan_fenced_publishes_total")
+        .help("ControllerPublishVolume calls the backend refused with FAILED_PRECONDITION while the storage had the"
+            + " volume attached to another node (the fence).")
+        .labelNames("backend").register(registry);
+    forcedDetaches = Counter.builder().name("caravan_forced_detaches_total")
+        .help("ControllerUnpublishVolume calls that removed a node's attachment after that attachment had refused"
+            + " another node's publish of the volume, as this instance saw since it started.")
+        .labelNames("backend").register(registry);
     JvmMetrics.builder().register(registry);
   }
 
@@ -173,6 +183,16 @@ public final class PrometheusMetrics implements Metrics {
   public void operation(String op, String outcome, long nanos) {
     nodeOpTotal.labelValues(op, outcome).inc();
     nodeOpSeconds.labelValues(op).observe(nanos / 1e9);
+  }
+
+  @Override
+  public void fencedPublish(String backend) {
+    fencedPublishes.labelValues(backend).inc();
+  }
+
+  @Override
+  public void forcedDetach(String backend) {
+    forcedDetaches.labelValues(backend).inc();
   }
 
   @Override

@@ -33,7 +33,8 @@ import java.util.function.Supplier;
  * A minimal client of Nomad's HTTP API through the task API socket ({@code $NOMAD_SECRETS_DIR/api.sock},
  * which always requires a token: the task's workload identity from {@code $NOMAD_SECRETS_DIR/nomad_token}
  * or {@code $NOMAD_TOKEN}). Plain HTTP/1.1, one request per connection, content-length or chunked
- * answers. Only what Caravan needs: {@code GET /v1/volume/csi/:id?namespace=} (Read CSI Volume). The
+ * answers. Only reads, and only what Caravan needs: Read CSI Volume, Read Service, and for the
+ * claim-chain inspector Read Allocation, List Job Evaluations and Read CSI Plugin. The
  * token is sent as {@code Authorization: Bearer} and never logged or put in an error message.
  */
 public final class NomadClient {
@@ -120,6 +121,78 @@ public final class NomadClient {
     }
     return Optional.of(new CsiVolume(String.valueOf(m.get("ID")), String.valueOf(m.get("Namespace")), ext,
         String.valueOf(m.get("PluginID"))));
+  }
+
+  /**
+   * Read CSI Volume with its claims ({@code GET /v1/volume/csi/:id?namespace=}, ACL
+   * {@code namespace:csi-read-volume}); empty for 404.
+   */
+  public Optional<NomadViews.VolumeClaims> readCsiVolumeClaims(String namespace, String volumeId)
+      throws NomadException {
+    return readObject("/v1/volume/csi/" + segment(volumeId) + "?namespace=" + query(namespace),
+        "/v1/volume/csi/" + volumeId).map(NomadViews::volume);
+  }
+
+  /** Read Allocation ({@code GET /v1/allocation/:id?namespace=}, ACL {@code namespace:read-job}); empty for 404. */
+  public Optional<NomadViews.Allocation> readAllocation(String namespace, String allocId) throws NomadException {
+    return readObject("/v1/allocation/" + segment(allocId) + "?namespace=" + query(namespace),
+        "/v1/allocation/" + allocId).map(NomadViews::allocation);
+  }
+
+  /**
+   * List Job Evaluations ({@code GET /v1/job/:id/evaluations?namespace=}, ACL {@code namespace:read-job}),
+   * newest first (by CreateIndex); empty for a job Nomad does not know.
+   */
+  public List<NomadViews.Evaluation> jobEvaluations(String namespace, String jobId) throws NomadException {
+    String shown = "/v1/job/" + jobId + "/evaluations";
+    Response r = get("/v1/job/" + segment(jobId) + "/evaluations?namespace=" + query(namespace));
+    if (r.status == 404) {
+      return List.of();
+    }
+    if (!(json(r, shown) instanceof List<?> list)) {
+      throw new NomadException(r.status, "Nomad's answer to GET " + shown + " is not a list");
+    }
+    List<NomadViews.Evaluation> out = new ArrayList<>();
+    for (Object o : list) {
+      if (o instanceof Map<?, ?> m) {
+        out.add(NomadViews.evaluation(m));
+      }
+    }
+    out.sort(java.util.Comparator.comparingLong(NomadViews.Evaluation::createIndex).reversed()
+        .thenComparing(NomadViews.Evaluation::id));
+    return out;
+  }
+
+  /**
+   * Read CSI Plugin ({@code GET /v1/plugin/csi/:id}, ACL: plugin read; plugins have no
+   * namespace); empty for 404. Nomad's documentation shows the answer inside a list, the API sends
+   * the object: both are read.
+   */
+  public Optional<NomadViews.CsiPlugin> readCsiPlugin(String pluginId) throws NomadException {
+    return readObject("/v1/plugin/csi/" + segment(pluginId), "/v1/plugin/csi/" + pluginId).map(NomadViews::plugin);
+  }
+
+  private Optional<Map<?, ?>> readObject(String pathAndQuery, String shown) throws NomadException {
+    Response r = get(pathAndQuery);
+    if (r.status == 404) {
+      return Optional.empty();
+    }
+    Object parsed = json(r, shown);
+    if (parsed instanceof List<?> l && l.size() == 1) {
+      parsed = l.getFirst();
+    }
+    if (!(parsed instanceof Map<?, ?> m)) {
+      throw new NomadException(r.status, "Nomad's answer to GET " + shown + " is not an object");
+    }
+    return Optional.of(m);
+  }
+
+  private static String segment(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+
+  private static String query(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8);
   }
 
   /** The JSON of a 200 answer to {@code GET shown}; anything else is a {@link NomadException} naming it. */
