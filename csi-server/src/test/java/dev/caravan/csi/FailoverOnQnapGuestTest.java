@@ -111,24 +111,18 @@ class FailoverOnQnapGuestTest {
   void aDrainedNodeHandsTheVolumeOverAndLeavesNothingBehind() throws Exception {
     String nodeA = backend.nodeId();
     VolumeCapability cap = Caps.mount("ext4");
-    Volume v = a.controller.createVolume(CreateVolumeRequest.newBuilder().setName("drained").addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(1L << 30)).build()).getVolume();
+    WritingOnA on = attachOnAAndWrite("drained", cap);
+    Volume v = on.volume();
     String id = v.getVolumeId();
-    String iqn = v.getVolumeContextMap().get("targetIqn");
-    String wwid = "3" + v.getVolumeContextMap().get("naa");
+    String iqn = on.iqn();
+    String wwid = on.wwid();
     SimulatedAppliance appliance = backend.appliance(a.work);
-
-    Path stagingA = a.dir("staging/default/drained/rw-file-system-single-node-writer");
-    Path targetA = a.dir("per-alloc/a1/drained").resolve("rw-file-system-single-node-writer");
-    controllerPublish(a, id, nodeA, cap);
-    stage(a, v, stagingA, cap);
-    publish(a, id, stagingA, targetA, cap);
+    Path stagingA = on.staging();
+    Path targetA = on.target();
+    RecordLog.Writer task = on.task();
     assertThat(Iscsi.system().sessions()).filteredOn(s -> s.target().equals(iqn))
         .as("A logs in on both portals as the host's initiator").hasSize(2)
         .allSatisfy(s -> assertThat(Iscsi.system().initiatorName(s)).contains(nodeA));
-    RecordLog.Writer task = RecordLog.start(targetA.resolve("records"), 1);
-    task.awaitDurable(FailoverConformance.BEFORE, WRITES);
-    step("A attached, its task writing");
 
     long durable = task.stop(); // the drain stops the task cleanly
     long drained = System.nanoTime();
@@ -190,20 +184,15 @@ class FailoverOnQnapGuestTest {
   void aLostClientIsFencedUntilDetachedAndNothingItWritesAfterwardsLands() throws Exception {
     String nodeA = backend.nodeId();
     VolumeCapability cap = Caps.mount("ext4");
-    Volume v = a.controller.createVolume(CreateVolumeRequest.newBuilder().setName("lost").addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(1L << 30)).build()).getVolume();
+    WritingOnA on = attachOnAAndWrite("lost", cap);
+    Volume v = on.volume();
     String id = v.getVolumeId();
-    String iqn = v.getVolumeContextMap().get("targetIqn");
-    String wwid = "3" + v.getVolumeContextMap().get("naa");
+    String iqn = on.iqn();
+    String wwid = on.wwid();
     SimulatedAppliance appliance = backend.appliance(a.work);
-    Path stagingA = a.dir("staging/default/lost/rw-file-system-single-node-writer");
-    Path targetA = a.dir("per-alloc/a1/lost").resolve("rw-file-system-single-node-writer");
-    controllerPublish(a, id, nodeA, cap);
-    stage(a, v, stagingA, cap);
-    publish(a, id, stagingA, targetA, cap);
-    RecordLog.Writer task = RecordLog.start(targetA.resolve("records"), 1);
-    task.awaitDurable(FailoverConformance.BEFORE, WRITES);
-    step("A attached, its task writing");
+    Path stagingA = on.staging();
+    Path targetA = on.target();
+    RecordLog.Writer task = on.task();
 
     // A's client is gone; Nomad places the replacement on B and asks for the volume there.
     var refused = error(() -> controllerPublish(b, id, NODE_B, cap));
@@ -281,20 +270,15 @@ class FailoverOnQnapGuestTest {
   void aPoweredOffNodeIsFencedUntilDetachedAndEveryRecordItFsyncedSurvivesTheJournalReplay() throws Exception {
     String nodeA = backend.nodeId();
     VolumeCapability cap = Caps.mount("ext4");
-    Volume v = a.controller.createVolume(CreateVolumeRequest.newBuilder().setName("powerloss").addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(1L << 30)).build()).getVolume();
+    WritingOnA on = attachOnAAndWrite("powerloss", cap);
+    Volume v = on.volume();
     String id = v.getVolumeId();
-    String iqn = v.getVolumeContextMap().get("targetIqn");
-    Wwid wwid = Wwid.of("3" + v.getVolumeContextMap().get("naa"));
+    String iqn = on.iqn();
+    Wwid wwid = Wwid.of(on.wwid());
     SimulatedAppliance appliance = backend.appliance(a.work);
-    Path stagingA = a.dir("staging/default/powerloss/rw-file-system-single-node-writer");
-    Path targetA = a.dir("per-alloc/a1/powerloss").resolve("rw-file-system-single-node-writer");
-    controllerPublish(a, id, nodeA, cap);
-    stage(a, v, stagingA, cap);
-    publish(a, id, stagingA, targetA, cap);
-    RecordLog.Writer task = RecordLog.start(targetA.resolve("records"), 1);
-    task.awaitDurable(FailoverConformance.BEFORE, WRITES);
-    step("A attached, its task writing");
+    Path stagingA = on.staging();
+    Path targetA = on.target();
+    RecordLog.Writer task = on.task();
 
     // The power loss. First the filesystem, since that fixes what is on the device: from here on no
     // write of A's reaches it, and the writer's next write or fsync fails. A process on a host that
@@ -413,6 +397,24 @@ class FailoverOnQnapGuestTest {
   private static AutoCloseable dropTraffic(String portal) throws ReflectiveOperationException {
     return (AutoCloseable) Class.forName("dev.caravan.storage.testing.PortalOutage").getMethod("drop", String.class)
         .invoke(null, portal);
+  }
+
+  /** A volume of {@code name} attached, staged and published on A, and A's task writing durable records to it. */
+  private record WritingOnA(Volume volume, String iqn, String wwid, Path staging, Path target, RecordLog.Writer task) {}
+
+  private WritingOnA attachOnAAndWrite(String name, VolumeCapability cap) throws Exception {
+    Volume v = a.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(1L << 30)).build()).getVolume();
+    Path staging = a.dir("staging/default/" + name + "/rw-file-system-single-node-writer");
+    Path target = a.dir("per-alloc/a1/" + name).resolve("rw-file-system-single-node-writer");
+    controllerPublish(a, v.getVolumeId(), backend.nodeId(), cap);
+    stage(a, v, staging, cap);
+    publish(a, v.getVolumeId(), staging, target, cap);
+    RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
+    task.awaitDurable(FailoverConformance.BEFORE, WRITES);
+    step("A attached, its task writing");
+    return new WritingOnA(v, v.getVolumeContextMap().get("targetIqn"), "3" + v.getVolumeContextMap().get("naa"),
+        staging, target, task);
   }
 
   private void liftOutages() throws Exception {
