@@ -81,14 +81,14 @@ public final class AllowedRoots {
    * one from then on, like the roots that were at start.
    */
   private Optional<Path> realRootAbove(Path path) {
-    Optional<Path> found = real.stream().filter(r -> path.startsWith(r) && !path.equals(r)).findFirst();
+    Optional<Path> found = strictlyAbove(real, path);
     if (found.isPresent() || real.size() == resolved.size()) {
       return found;
     }
     synchronized (this) {
       real = resolved.stream().filter(r -> real.contains(r) || isRealDirectory(r)).toList();
     }
-    return real.stream().filter(r -> path.startsWith(r) && !path.equals(r)).findFirst();
+    return strictlyAbove(real, path);
   }
 
   /**
@@ -190,7 +190,12 @@ public final class AllowedRoots {
 
   /** The resolved root strictly above {@code real}, if any. */
   private Optional<Path> rootOf(Path real) {
-    return resolved.stream().filter(r -> real.startsWith(r) && !real.equals(r)).findFirst();
+    return strictlyAbove(resolved, real);
+  }
+
+  /** The first of {@code roots} that {@code path} lies strictly below, as written. */
+  private static Optional<Path> strictlyAbove(List<Path> roots, Path path) {
+    return roots.stream().filter(r -> path.startsWith(r) && !path.equals(r)).findFirst();
   }
 
   /**
