@@ -56,7 +56,7 @@ abstract class FailoverConformance {
 
   @BeforeEach
   void nomad() throws IOException {
-    nomad = new NomadScene("data", false);
+    nomad = new NomadScene(false);
     here = nomad.node("client-a", backend().nodeId());
   }
 
@@ -157,9 +157,7 @@ abstract class FailoverConformance {
           .isEqualTo("nomad plugin status -verbose caravan; nomad node status " + here.nomadId());
       assertThat(beforeProbe.finding("nomad-plugin-unhealthy-here").next()).isEqualTo("nomad plugin status -verbose caravan");
       assertThat(beforeProbe.state("nomad")).isEqualTo("disagrees");
-      assertThat(List.of(beforeProbe.state("backend"), beforeProbe.state("attachment"), beforeProbe.state("journal")))
-          .as("the node's own layers: the journal reloaded, the mounts and device as the killed plugin left them")
-          .containsExactly("ok", "ok", "ok");
+      assertLocalLayersOk(beforeProbe); // the journal reloaded, the mounts and device as the killed plugin left them
       nomad.nodePlugin(here, true);
       NomadScene.Inspection probed = nomad.inspect(f);
       assertThat(probed.findings()).as("caravan inspect once Nomad sees the plugin healthy: %s", probed).isEmpty();
@@ -214,8 +212,7 @@ abstract class FailoverConformance {
       assertThat(x.next()).isEqualTo(nomad.detach(here));
     });
     assertThat(stuck.mountStates("published")).as("the target Nomad has not unpublished yet").containsExactly("ok");
-    assertThat(List.of(stuck.state("backend"), stuck.state("attachment"), stuck.state("journal")))
-        .containsExactly("ok", "ok", "ok");
+    assertLocalLayersOk(stuck);
     unpublish(id, target);
     Duration recovery = Duration.ofNanos(System.nanoTime() - down);
     unstage(id, staging);
@@ -235,10 +232,10 @@ abstract class FailoverConformance {
   /** Makes {@code name}, Nomad's volume; stages and publishes it for allocation a1 here and starts the task's writer. */
   InUse inUse(String name, VolumeCapability cap) throws Exception {
     String id = create(name, cap);
-    nomad.register(id);
+    nomad.register(name, id);
     String alloc = nomad.place("a1", here, Optional.empty());
-    Path staging = f.dir("staging/" + NomadScene.NAMESPACE + "/" + nomad.volume + "/" + USAGE);
-    Path target = f.dir("per-alloc/" + alloc + "/" + nomad.volume).resolve(USAGE);
+    Path staging = f.dir("staging/" + NomadScene.NAMESPACE + "/" + name + "/" + USAGE);
+    Path target = f.dir("per-alloc/" + alloc + "/" + name).resolve(USAGE);
     stage(id, staging, cap);
     publish(id, staging, target, cap);
     nomad.claimedAndRunning(alloc);
@@ -249,8 +246,14 @@ abstract class FailoverConformance {
 
   /** Every layer of the chain in its good state: the volume staged and published here, and Nomad agreeing. */
   static void assertAllLayersOk(NomadScene.Inspection chain) {
-    assertThat(List.of(chain.state("backend"), chain.state("attachment"), chain.state("journal"), chain.state("nomad")))
-        .as("backend, attachment, journal, nomad: %s", chain).containsExactly("ok", "ok", "ok", "ok");
+    assertLocalLayersOk(chain);
+    assertThat(chain.state("nomad")).as("nomad: %s", chain).isEqualTo("ok");
+  }
+
+  /** This node's layers in their good state: the backend object, its device, the stage and the journal. */
+  static void assertLocalLayersOk(NomadScene.Inspection chain) {
+    assertThat(List.of(chain.state("backend"), chain.state("attachment"), chain.state("journal")))
+        .as("backend, attachment, journal: %s", chain).containsExactly("ok", "ok", "ok");
     assertThat(chain.mountStates("staging")).containsExactly("ok");
     assertThat(chain.mountStates("unrecorded_mounts")).isEmpty();
   }

@@ -46,7 +46,8 @@ final class NomadScene implements AutoCloseable {
   record Node(String name, String nomadId, String csiId) {}
 
   final NomadFake fake;
-  final String volume;
+  /** Nomad's id of the volume, once {@linkplain #register registered}. */
+  String volume;
   private final Path dir;
   private final Map<String, Node> nodes = new LinkedHashMap<>();
   private final Map<String, Boolean> nodeHealth = new LinkedHashMap<>();
@@ -60,16 +61,16 @@ final class NomadScene implements AutoCloseable {
    * Nomad, on a socket of its own under a fresh directory, for a plugin that needs a controller
    * (ControllerPublish) or not; the volume is {@linkplain #register registered} once made.
    */
-  NomadScene(String volume, boolean controllerRequired) throws IOException {
+  NomadScene(boolean controllerRequired) throws IOException {
     this.dir = Files.createTempDirectory("caravan-nomad-");
     this.fake = new NomadFake(dir.resolve("api.sock"), TOKEN);
-    this.volume = volume;
     this.controllerRequired = controllerRequired;
   }
 
-  /** {@code nomad volume register} (or create) of the volume, for the plugin's volume {@code externalId}. */
-  void register(String externalId) {
-    fake.addVolume(NAMESPACE, volume, externalId);
+  /** {@code nomad volume register} (or create) of volume {@code id}, the plugin's volume {@code externalId}. */
+  void register(String id, String externalId) {
+    volume = id;
+    fake.addVolume(NAMESPACE, id, externalId);
   }
 
   /** The plugin's observe API on a loopback port, reading this Nomad's task API (what {@code caravan serve} does in a Nomad task). */
