@@ -162,10 +162,23 @@ final class NomadScene implements AutoCloseable {
     return "nomad volume detach -namespace " + NAMESPACE + " " + volume + " " + n.nomadId();
   }
 
+  /**
+   * What a Nomad task sees of Nomad (a process's environment): {@code NOMAD_SECRETS_DIR} with the task
+   * API's socket and the workload identity's token file.
+   */
+  Map<String, String> taskEnvironment() throws IOException {
+    Files.writeString(dir.resolve("nomad_token"), TOKEN);
+    return Map.of("NOMAD_SECRETS_DIR", dir.toString());
+  }
+
   /** What {@code caravan inspect <volume> --namespace default --json} prints, from {@code f}'s plugin. */
   Inspection inspect(PluginFixture f) throws IOException, InterruptedException {
-    int port = f.plugin().observability().httpAddress().orElseThrow().getPort();
-    URI uri = URI.create("http://127.0.0.1:" + port + "/v1/volumes/" + URLEncoder.encode(volume, StandardCharsets.UTF_8)
+    return inspect("http://127.0.0.1:" + f.plugin().observability().httpAddress().orElseThrow().getPort());
+  }
+
+  /** The same, from the plugin whose observe API is at {@code address} (a plugin process of its own). */
+  Inspection inspect(String address) throws IOException, InterruptedException {
+    URI uri = URI.create(address + "/v1/volumes/" + URLEncoder.encode(volume, StandardCharsets.UTF_8)
         + "/chain?namespace=" + NAMESPACE);
     try (HttpClient http = HttpClient.newHttpClient()) {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(60)).build(),
@@ -240,6 +253,7 @@ final class NomadScene implements AutoCloseable {
   @Override
   public void close() throws IOException {
     fake.close();
+    Files.deleteIfExists(dir.resolve("nomad_token"));
     Files.deleteIfExists(dir);
   }
 }
