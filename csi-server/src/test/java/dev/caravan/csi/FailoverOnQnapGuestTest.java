@@ -243,6 +243,7 @@ class FailoverOnQnapGuestTest {
     assertThat(onA.codes()).as("caravan inspect on A: journal, multipath map and mounts agree; Nomad has A's plugin"
         + " unhealthy and no claim of A's: %s", onA).containsExactly("nomad-plugin-unhealthy-here", "stale-attachment");
     FailoverConformance.assertLocalLayersOk(onA);
+    assertThat(onA.mountStates("published")).containsExactly("ok");
     assertThat(onA.finding("stale-attachment").next()).isEqualTo(nomad.detach(clientA));
     long fenced = task.durable();
     task.awaitDurable(fenced + 10, WRITES);
