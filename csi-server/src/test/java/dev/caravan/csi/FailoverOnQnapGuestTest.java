@@ -48,6 +48,10 @@ import org.junit.jupiter.api.Test;
  * only after A has unstaged, as Nomad's order in a drain has it anyway (after a power loss, once what
  * A's reboot takes away is gone); two nodes holding sessions to one LUN at once (a lost client still
  * logged in while the replacement attaches) needs two hosts.
+ *
+ * <p>Nomad is a fake of its HTTP API ({@link NomadScene}) that both plugins read as their task API;
+ * each scenario records there what Nomad's calls leave, and reads {@code caravan inspect} from both
+ * nodes at its moments.
  */
 class FailoverOnQnapGuestTest {
   static final String IFACE_B = "caravan-node-b";
