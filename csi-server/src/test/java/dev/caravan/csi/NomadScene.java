@@ -180,9 +180,12 @@ final class NomadScene implements AutoCloseable {
   Inspection inspect(String address) throws IOException, InterruptedException {
     URI uri = URI.create(address + "/v1/volumes/" + URLEncoder.encode(volume, StandardCharsets.UTF_8)
         + "/chain?namespace=" + NAMESPACE);
+    long start = System.nanoTime();
     try (HttpClient http = HttpClient.newHttpClient()) {
       HttpResponse<String> r = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(60)).build(),
           HttpResponse.BodyHandlers.ofString());
+      // What each inspection costs, in the log: the guest suite's time is counted.
+      System.out.printf("  caravan inspect %s at %s: %d ms%n", volume, address, (System.nanoTime() - start) / 1_000_000);
       assertThat(r.statusCode()).as("caravan inspect %s: %s", volume, r.body()).isEqualTo(200);
       @SuppressWarnings("unchecked") // the chain is a JSON object
       Map<String, Object> chain = (Map<String, Object>) Json.parse(r.body());

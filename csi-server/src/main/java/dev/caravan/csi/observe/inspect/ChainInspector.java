@@ -213,7 +213,9 @@ public final class ChainInspector {
                     : "no device is attached for it any more" + (present ? " (" + d + " now maps something else"
                         + readSys(sys.resolve("loop/backing_file")).map(b -> ": " + b).orElse(" or nothing") + ")" : ""))
                 + ". Its mounts can no longer reach the data reliably.",
-            "losetup --list | grep " + volumeId + "; findmnt --source " + d
+            // losetup only for a loop device: a multipath map (qnap) or a zvol is not one
+            (d.getFileName().toString().startsWith("loop") ? "losetup --list | grep " + volumeId + "; " : "")
+                + "findmnt --source " + d
                 + "  # then restart the allocations so Nomad unstages and stages the volume again"));
       }
       if (record.isEmpty() && object.attachedDevice().isPresent()) {
