@@ -14,6 +14,7 @@ import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -37,20 +38,37 @@ class ApplianceFaultsOnQnapTest {
 
   private PluginFixture f;
   private SimulatedAppliance appliance;
+  /** Nomad: the workload's node, and this plugin's node, where the controller runs. */
+  private final NomadScene nomad;
+  private final NomadScene.Node workload;
+  private NomadScene.Node controllerNode;
+  /** The allocation using the volume published before the outage. */
+  private String alloc;
+
+  ApplianceFaultsOnQnapTest() throws IOException {
+    nomad = new NomadScene(true);
+    workload = nomad.node("client-w", WORKLOAD);
+  }
 
   @AfterEach
   void cleanUp() throws IOException {
-    if (appliance != null) {
-      appliance.heal();
-    }
-    if (f != null) {
-      f.close();
+    try {
+      if (appliance != null) {
+        appliance.heal();
+      }
+      if (f != null) {
+        f.close();
+      }
+    } finally {
+      nomad.close();
     }
   }
 
   private void start() throws IOException {
-    f = PluginFixture.start(TestBackend.qnap());
+    f = PluginFixture.start(TestBackend.qnap(), nomad.observe());
     appliance = ((QnapTestBackend) f.backend).appliance(f.work);
+    controllerNode = nomad.node("client-c", f.backend.nodeId());
+    nomad.controllerOn(controllerNode, true);
   }
 
   private static CreateVolumeRequest create(String name) {
@@ -63,10 +81,13 @@ class ApplianceFaultsOnQnapTest {
         .setVolumeCapability(Caps.mount("ext4")).build();
   }
 
-  /** A volume made and published to the workload's node while the appliance was healthy. */
+  /** A volume made and published to the workload's node while the appliance was healthy, its allocation running. */
   private String publishedVolume() {
     String id = f.controller.createVolume(create("in-use")).getVolume().getVolumeId();
+    nomad.register("in-use", id);
+    alloc = nomad.place("w1", workload, java.util.Optional.empty());
     f.controller.controllerPublishVolume(publish(id));
+    nomad.claimedAndRunning(alloc); // the node's stage and publish are the workload node's, not this plugin's
     assertThat(appliance.acl(id)).containsExactly(WORKLOAD);
     return id;
   }
@@ -163,6 +184,17 @@ class ApplianceFaultsOnQnapTest {
     assertThat(republish.error().getStatus().getCode()).as("a publish the appliance cannot confirm: no false OK")
         .isEqualTo(Code.UNAVAILABLE);
     assertNotReady("Probe while the appliance answers 503", "HTTP 503");
+    // Nomad's health probe of the controller fails as the Probe above did. caravan inspect: the
+    // appliance's silence is shown, not read as an absent volume or attachment; Nomad's layer says
+    // no controller can publish or unpublish.
+    nomad.controllerOn(controllerNode, false);
+    NomadScene.Inspection outage = nomad.inspect(f);
+    assertThat(outage.codes()).as("caravan inspect while the appliance answers 503: %s", outage)
+        .containsExactly("nomad-plugin-no-healthy-controller");
+    assertThat(outage.finding("nomad-plugin-no-healthy-controller").next()).isEqualTo("nomad plugin status -verbose caravan");
+    assertThat(outage.state("backend")).isEqualTo("unknown");
+    assertThat(String.valueOf(outage.evidence("backend").get("error"))).contains("HTTP 503");
+    assertThat(outage.claims()).containsExactly("write " + alloc + " running on " + workload.nomadId());
 
     appliance.refuseConnections();
     failed = failing(c -> c.createVolume(create("during")));
@@ -187,6 +219,11 @@ class ApplianceFaultsOnQnapTest {
     assertThat(appliance.acl(inUse)).as("the published volume's ACL, kept through the outage").containsExactly(WORKLOAD);
     assertThat(code(() -> f.controller.controllerPublishVolume(publish(inUse)))).isEqualTo(Code.OK);
     assertThat(probe().getReady().getValue()).as("Probe once the appliance is back").isTrue();
+    nomad.controllerOn(controllerNode, true);
+    NomadScene.Inspection back = nomad.inspect(f);
+    assertThat(back.findings()).as("caravan inspect once the appliance is back: %s", back).isEmpty();
+    assertThat(List.of(back.state("backend"), back.state("nomad"))).containsExactly("ok", "ok");
+    assertThat(back.publishedTo()).as("the ACL, the workload's node: its claim's").contains(WORKLOAD);
     FailoverReport.record(7, "qnap", "appliance answering HTTP 503, then refusing connections: calls answered"
         + " UNAVAILABLE naming the appliance step, never a false OK; Probe not ready; the published volume's ACL kept;"
         + " once healthy the retried create and publish converged (time: healthy again to the retried create's"

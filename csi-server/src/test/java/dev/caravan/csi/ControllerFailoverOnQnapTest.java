@@ -19,6 +19,8 @@ import dev.caravan.csi.v1.Volume;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.OptionalInt;
@@ -83,26 +85,49 @@ class ControllerFailoverOnQnapTest {
   private PluginFixture b;
   private ForkedPlugin instanceB;
   private SimulatedAppliance appliance;
+  /** Nomad, whose task API instance B reads (it runs as a Nomad task would): the controllers and the workload. */
+  private NomadScene nomad;
+  private NomadScene.Node clientA;
+  private NomadScene.Node workload;
+  /** B's observe API, where {@code caravan inspect} asks. */
+  private String inspectB;
 
   @BeforeAll
   void startInstanceB() throws IOException, InterruptedException {
     a = PluginFixture.unstarted(TestBackend.qnap());
     appliance = ((QnapTestBackend) a.backend).appliance(a.work);
     b = PluginFixture.unstarted(((QnapTestBackend) a.backend).secondNode(a.work, NODE_B));
-    instanceB = ForkedPlugin.start(b, "");
+    nomad = new NomadScene(true);
+    clientA = nomad.node("client-a", a.backend.nodeId());
+    NomadScene.Node clientB = nomad.node("client-b", NODE_B);
+    workload = nomad.node("client-w", WORKLOAD);
+    nomad.controllerOn(clientA, true);
+    nomad.controllerOn(clientB, true);
+    int port;
+    try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = free.getLocalPort();
+    }
+    instanceB = ForkedPlugin.start(b, "", "127.0.0.1:" + port, nomad.taskEnvironment());
+    inspectB = "http://127.0.0.1:" + port;
     b.connect();
   }
 
   @AfterAll
   void stop() throws IOException, InterruptedException {
-    if (instanceB != null) {
-      instanceB.close();
-    }
-    if (b != null) {
-      b.close();
-    }
-    if (a != null) {
-      a.close();
+    try {
+      if (instanceB != null) {
+        instanceB.close();
+      }
+      if (b != null) {
+        b.close();
+      }
+      if (a != null) {
+        a.close();
+      }
+    } finally {
+      if (nomad != null) {
+        nomad.close();
+      }
     }
   }
 
@@ -165,8 +190,30 @@ class ControllerFailoverOnQnapTest {
       }
       case PUBLISH -> {
         String id = prepared.getVolumeId();
+        // Nomad: the workload's allocation waits on its claim, whose ControllerPublish A died in (the
+        // claim is recorded only once a publish answers); A's controller fails its health probe.
+        nomad.register(name, id);
+        String alloc = nomad.place(name, workload, java.util.Optional.empty());
+        nomad.controllerOn(clientA, false);
+        NomadScene.Inspection stuck = nomad.inspect(inspectB);
+        assertThat(stuck.codes()).as("caravan inspect on B before the retry: %s", stuck)
+            .containsExactly("nomad-plugin-controllers-degraded", "stale-attachment");
+        assertThat(stuck.finding("nomad-plugin-controllers-degraded").message()).contains("1 healthy controllers of 2");
+        assertThat(stuck.finding("nomad-plugin-controllers-degraded").next())
+            .isEqualTo("nomad plugin status -verbose caravan");
+        assertThat(stuck.finding("stale-attachment").message()).as("the ACL entry A wrote before it died")
+            .contains(WORKLOAD).contains(workload.nomadId());
+        assertThat(stuck.finding("stale-attachment").next()).isEqualTo(nomad.detach(workload));
+        assertThat(stuck.publishedTo()).contains(WORKLOAD);
+        assertThat(List.of(stuck.state("backend"), stuck.state("journal"))).containsExactly("ok", "absent");
         onB().controllerPublishVolume(publish(id, WORKLOAD));
         Duration recovery = Duration.ofNanos(System.nanoTime() - died);
+        nomad.claimedAndRunning(alloc);
+        NomadScene.Inspection retried = nomad.inspect(inspectB);
+        assertThat(retried.codes()).as("caravan inspect on B after the retry: the claim matches the ACL; A is still"
+            + " dead: %s", retried).containsExactly("nomad-plugin-controllers-degraded");
+        assertThat(retried.claims()).containsExactly("write " + alloc + " running on " + workload.nomadId());
+        nomad.controllerOn(clientA, true); // the next case's instance A
         assertThat(appliance.acl(id)).as("the target's ACL on the appliance").containsExactly(WORKLOAD);
         onB().controllerPublishVolume(publish(id, WORKLOAD));
         assertThat(appliance.acl(id)).as("the ACL after a second retry").containsExactly(WORKLOAD);

@@ -4,7 +4,6 @@ import static dev.caravan.csi.Caps.MIB;
 import static dev.caravan.csi.GrpcOutcomes.code;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.observe.inspect.Finding;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
@@ -20,7 +19,9 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -42,14 +43,31 @@ abstract class FailoverConformance {
   static final int AFTER = 100;
   static final Duration WRITES = Duration.ofSeconds(60);
 
+  /** Nomad's usage directory name for a single-node-writer filesystem volume (nomad-csi.md §5). */
+  static final String USAGE = "rw-file-system-single-node-writer";
+
   PluginFixture f;
+  /** Nomad's state around the scenario's volume, as its calls leave it; {@code caravan inspect} reads it. */
+  NomadScene nomad;
+  /** This node, as Nomad knows it. */
+  NomadScene.Node here;
 
   abstract TestBackend backend();
 
+  @BeforeEach
+  void nomad() throws IOException {
+    nomad = new NomadScene(false);
+    here = nomad.node("client-a", backend().nodeId());
+  }
+
   @AfterEach
   void stop() throws IOException {
-    if (f != null) {
-      f.close();
+    try {
+      if (f != null) {
+        f.close();
+      }
+    } finally {
+      nomad.close();
     }
   }
 
@@ -57,19 +75,23 @@ abstract class FailoverConformance {
   @Test
   void aCrashedTaskRestartsOnTheSameNodeOnItsStage() throws Exception {
     Host.requireLoopAndExt4();
-    f = PluginFixture.start(backend());
+    f = PluginFixture.start(backend(), nomad.observe());
     VolumeCapability cap = Caps.mount("ext4");
     InUse v = inUse("task-crash", cap);
     String id = v.id();
     Path staging = v.staging();
     Path first = v.target();
-    Path second = f.dir("per-alloc/a2").resolve("task-crash");
     MountEntry stageMount = MountTable.at(staging).orElseThrow();
     long durable = v.task().stop(); // the task dies between two records
     long crashed = System.nanoTime();
+    nomad.stopped(v.alloc(), "failed");
 
     unpublish(id, first);
+    nomad.released(v.alloc());
+    String next = nomad.place("a2", here, Optional.of(v.alloc()));
+    Path second = f.dir("per-alloc/" + next + "/" + nomad.volume).resolve(USAGE);
     publish(id, staging, second, cap);
+    nomad.claimedAndRunning(next);
     RecordLog.Writer restarted = RecordLog.start(second.resolve("records"), 2);
     restarted.awaitDurable(durable + 1, WRITES);
     Duration recovery = Duration.ofNanos(System.nanoTime() - crashed);
@@ -77,7 +99,11 @@ abstract class FailoverConformance {
 
     assertThat(MountTable.at(staging)).as("the stage outlives the task").get()
         .extracting(MountEntry::id).isEqualTo(stageMount.id());
-    assertThat(errors(id)).as("caravan inspect while the restarted task runs").isEmpty();
+    NomadScene.Inspection running = nomad.inspect(f);
+    assertThat(running.findings()).as("caravan inspect while the restarted task runs: %s", running).isEmpty();
+    assertAllLayersOk(running);
+    assertThat(running.claims()).as("Nomad's claims").containsExactly("write " + next + " running on " + here.nomadId());
+    assertThat(running.mountStates("published")).containsExactly("ok");
     long total = restarted.stop();
     assertThat(RecordLog.read(second.resolve("records"))).as("every fsynced record, intact")
         .isEqualTo(new RecordLog.Contents(total, 0));
@@ -98,12 +124,14 @@ abstract class FailoverConformance {
   void aKilledNodePluginLeavesTheWorkloadWritingAndTheNextOneTakesOver() throws Exception {
     Host.requireLoopAndExt4();
     f = PluginFixture.unstarted(backend());
+    f.customize = nomad.observe(); // the in-process plugin started after the kill; the process has no observe API
     VolumeCapability cap = Caps.mount("ext4");
     InUse v;
     try (PluginProcess plugin = PluginProcess.start(f)) {
       v = inUse("plugin-kill", cap);
       assertThat(plugin.kill()).isEqualTo(137);
     }
+    nomad.nodePlugin(here, false); // Nomad's next health probe of the plugin fails
     String id = v.id();
     Path staging = v.staging();
     Path target = v.target();
@@ -119,7 +147,21 @@ abstract class FailoverConformance {
           .setVolumePath(target.toString()).build());
       Duration recovery = Duration.ofNanos(System.nanoTime() - restarted);
       assertThat(stats.getVolumeCondition().getAbnormal()).isFalse();
-      assertThat(errors(id)).as("caravan inspect after the restart").isEmpty();
+      // Until Nomad probes the new plugin, it still counts the plugin here unhealthy: the only findings.
+      NomadScene.Inspection beforeProbe = nomad.inspect(f);
+      assertThat(beforeProbe.codes()).as("caravan inspect after the restart, before Nomad's probe: %s", beforeProbe)
+          .containsExactly("nomad-plugin-node-unhealthy", "nomad-plugin-unhealthy-here");
+      assertThat(beforeProbe.finding("nomad-plugin-node-unhealthy").message()).contains(v.alloc())
+          .contains(here.nomadId()).contains("probe failed");
+      assertThat(beforeProbe.finding("nomad-plugin-node-unhealthy").next())
+          .isEqualTo("nomad plugin status -verbose caravan; nomad node status " + here.nomadId());
+      assertThat(beforeProbe.finding("nomad-plugin-unhealthy-here").next()).isEqualTo("nomad plugin status -verbose caravan");
+      assertThat(beforeProbe.state("nomad")).isEqualTo("disagrees");
+      assertLocalLayersOk(beforeProbe); // the journal reloaded, the mounts and device as the killed plugin left them
+      nomad.nodePlugin(here, true);
+      NomadScene.Inspection probed = nomad.inspect(f);
+      assertThat(probed.findings()).as("caravan inspect once Nomad sees the plugin healthy: %s", probed).isEmpty();
+      assertAllLayersOk(probed);
 
       long total = task.stop();
       unpublish(id, target);
@@ -141,15 +183,17 @@ abstract class FailoverConformance {
   @Test
   void anUnpublishWhileTheNodePluginIsDownFailsAndItsRetryFinishes() throws Exception {
     Host.requireLoopAndExt4();
-    f = PluginFixture.start(backend());
+    f = PluginFixture.start(backend(), nomad.observe());
     VolumeCapability cap = Caps.mount("ext4");
     InUse v = inUse("plugin-down", cap);
     String id = v.id();
     Path staging = v.staging();
     Path target = v.target();
     long total = v.task().stop();
+    nomad.stopped(v.alloc(), "complete");
 
     f.stopPlugin();
+    nomad.nodePlugin(here, false);
     long down = System.nanoTime();
     f.connect(); // to a socket nobody serves
     assertThat(code(() -> unpublish(id, target))).isEqualTo(Code.UNAVAILABLE);
@@ -158,6 +202,17 @@ abstract class FailoverConformance {
     f.disconnect();
 
     f.startPlugin();
+    // Before Nomad's retry: the claim of the stopped allocation stays until its unpublish succeeds.
+    NomadScene.Inspection stuck = nomad.inspect(f);
+    assertThat(stuck.codes()).as("caravan inspect before the retried unpublish: %s", stuck).containsExactly(
+        "nomad-claim-held-by-stopped-allocation", "nomad-plugin-node-unhealthy", "nomad-plugin-unhealthy-here");
+    assertThat(stuck.finding("nomad-claim-held-by-stopped-allocation")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains(v.alloc()).contains("complete (desired stop)").contains(here.name());
+      assertThat(x.next()).isEqualTo(nomad.detach(here));
+    });
+    assertThat(stuck.mountStates("published")).as("the target Nomad has not unpublished yet").containsExactly("ok");
+    assertLocalLayersOk(stuck);
     unpublish(id, target);
     Duration recovery = Duration.ofNanos(System.nanoTime() - down);
     unstage(id, staging);
@@ -168,19 +223,39 @@ abstract class FailoverConformance {
         recovery);
   }
 
-  /** A volume in use as Nomad leaves it for a running task: made, staged, published, its writer past {@link #BEFORE}. */
-  record InUse(String id, Path staging, Path target, RecordLog.Writer task) {}
+  /**
+   * A volume in use as Nomad leaves it for a running task: made, registered with Nomad, staged and
+   * published for its allocation (Nomad's paths), its writer past {@link #BEFORE}.
+   */
+  record InUse(String id, String alloc, Path staging, Path target, RecordLog.Writer task) {}
 
-  /** Makes {@code name}, stages and publishes it for allocation a1, and starts the task's writer there. */
+  /** Makes {@code name}, Nomad's volume; stages and publishes it for allocation a1 here and starts the task's writer. */
   InUse inUse(String name, VolumeCapability cap) throws Exception {
     String id = create(name, cap);
-    Path staging = f.dir("staging/" + name);
-    Path target = f.dir("per-alloc/a1").resolve(name);
+    nomad.register(name, id);
+    String alloc = nomad.place("a1", here, Optional.empty());
+    Path staging = f.dir("staging/" + NomadScene.NAMESPACE + "/" + name + "/" + USAGE);
+    Path target = f.dir("per-alloc/" + alloc + "/" + name).resolve(USAGE);
     stage(id, staging, cap);
     publish(id, staging, target, cap);
+    nomad.claimedAndRunning(alloc);
     RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
     task.awaitDurable(BEFORE, WRITES);
-    return new InUse(id, staging, target, task);
+    return new InUse(id, alloc, staging, target, task);
+  }
+
+  /** Every layer of the chain in its good state: the volume staged and published here, and Nomad agreeing. */
+  static void assertAllLayersOk(NomadScene.Inspection chain) {
+    assertLocalLayersOk(chain);
+    assertThat(chain.state("nomad")).as("nomad: %s", chain).isEqualTo("ok");
+  }
+
+  /** This node's layers in their good state: the backend object, its device, the stage and the journal. */
+  static void assertLocalLayersOk(NomadScene.Inspection chain) {
+    assertThat(List.of(chain.state("backend"), chain.state("attachment"), chain.state("journal")))
+        .as("backend, attachment, journal: %s", chain).containsExactly("ok", "ok", "ok");
+    assertThat(chain.mountStates("staging")).containsExactly("ok");
+    assertThat(chain.mountStates("unrecorded_mounts")).isEmpty();
   }
 
   /** Stages the volume again, as the next allocation would, and checks every fsynced record is there. */
@@ -192,11 +267,6 @@ abstract class FailoverConformance {
         .isEqualTo(new RecordLog.Contents(records, 0));
     unpublish(id, target);
     unstage(id, staging);
-  }
-
-  List<Finding> errors(String id) {
-    return f.plugin().observability().inspector().inspect(id).findings().stream()
-        .filter(x -> x.severity().equals("error")).toList();
   }
 
   String create(String name, VolumeCapability cap) {

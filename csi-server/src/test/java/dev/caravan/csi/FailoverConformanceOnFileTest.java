@@ -55,6 +55,7 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
   void aStalledStorageDelaysCallsWithinTheirDeadlinesAndEverythingConverges() throws Exception {
     Host.requireLoopAndExt4();
     f = PluginFixture.unstarted(backend());
+    f.customize = nomad.observe();
     f.dataOnAFilesystemOfItsOwn();
     f.startPlugin();
 
@@ -77,6 +78,12 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
       long stalledAt = task.durable();
       Thread.sleep(500);
       assertThat(task.durable()).as("the workload waits for its storage").isLessThanOrEqualTo(stalledAt + 1);
+      // The inspector only reads: it answers while the storage is stalled, and for the volume in use
+      // every layer agrees (the kernel holds the workload's writes; nothing is detached or unmounted).
+      NomadScene.Inspection stalled = nomad.inspect(f);
+      assertThat(stalled.findings()).as("caravan inspect while the storage is stalled: %s", stalled).isEmpty();
+      assertAllLayersOk(stalled);
+      assertThat(stalled.claims()).containsExactly("write " + v.alloc() + " running on " + here.nomadId());
     }
     long thawed = System.nanoTime();
 

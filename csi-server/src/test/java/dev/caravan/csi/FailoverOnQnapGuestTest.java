@@ -4,7 +4,6 @@ import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
-import dev.caravan.csi.observe.inspect.Finding;
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
 import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
@@ -30,6 +29,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -47,15 +48,27 @@ import org.junit.jupiter.api.Test;
  * only after A has unstaged, as Nomad's order in a drain has it anyway (after a power loss, once what
  * A's reboot takes away is gone); two nodes holding sessions to one LUN at once (a lost client still
  * logged in while the replacement attaches) needs two hosts.
+ *
+ * <p>Nomad is a fake of its HTTP API ({@link NomadScene}) that both plugins read as their task API;
+ * each scenario records there what Nomad's calls leave, and reads {@code caravan inspect} from both
+ * nodes at its moments.
  */
 class FailoverOnQnapGuestTest {
   static final String IFACE_B = "caravan-node-b";
   static final String NODE_B = "iqn.2026-01.dev.caravan.test:node-b";
   static final Duration WRITES = Duration.ofMinutes(2);
 
+  private static final String USAGE = FailoverConformance.USAGE;
+  /** The one-kernel artifacts: each node's inspector also sees the other's multipath map and its mounts (same WWID). */
+  private static final Set<String> ONE_KERNEL = Set.of("device-without-record", "mount-without-record");
+
   private TestBackend.QnapTestBackend backend;
   private PluginFixture a;
   private PluginFixture b;
+  /** Nomad: both nodes' plugins read its task API, and the scenario records its calls there. */
+  private NomadScene nomad;
+  private NomadScene.Node clientA;
+  private NomadScene.Node clientB;
   /** The portals' traffic dropped by the power-loss scenario, until A's kernel state is gone. */
   private final List<AutoCloseable> outages = new ArrayList<>();
   private long last = System.nanoTime();
@@ -70,9 +83,14 @@ class FailoverOnQnapGuestTest {
   @BeforeEach
   void twoNodes() throws IOException {
     backend = (TestBackend.QnapTestBackend) TestBackend.qnapOnLio();
-    a = PluginFixture.start(backend);
+    nomad = new NomadScene(true);
+    a = PluginFixture.start(backend, nomad.observe());
     Iscsi.system().defineIface(IFACE_B, NODE_B);
-    b = PluginFixture.start(backend.secondNode(a.work, NODE_B, IFACE_B));
+    b = PluginFixture.start(backend.secondNode(a.work, NODE_B, IFACE_B), nomad.observe());
+    clientA = nomad.node("client-a", backend.nodeId());
+    clientB = nomad.node("client-b", NODE_B);
+    nomad.controllerOn(clientA, true);
+    nomad.controllerOn(clientB, true);
     step("two plugins, node B on its own interface");
   }
 
@@ -96,7 +114,13 @@ class FailoverOnQnapGuestTest {
           a.close();
         }
       } finally {
-        Iscsi.system().deleteIface(IFACE_B);
+        try {
+          Iscsi.system().deleteIface(IFACE_B);
+        } finally {
+          if (nomad != null) {
+            nomad.close();
+          }
+        }
       }
     }
   }
@@ -126,21 +150,32 @@ class FailoverOnQnapGuestTest {
 
     long durable = task.stop(); // the drain stops the task cleanly
     long drained = System.nanoTime();
+    nomad.stopped(on.alloc(), "complete");
     unpublish(a, id, targetA);
     unstage(a, id, stagingA);
     controllerUnpublish(b, id, nodeA);
+    nomad.released(on.alloc());
     step("A unpublished, unstaged, ControllerUnpublished");
+    NomadScene.Inspection leftOnA = nomad.inspect(a);
+    assertThat(leftOnA.findings()).as("caravan inspect on A after the drain: %s", leftOnA).isEmpty();
+    assertThat(List.of(leftOnA.state("backend"), leftOnA.state("attachment"), leftOnA.state("journal"),
+        leftOnA.state("nomad"))).as("the LUN is there; nothing of it on A; Nomad agrees")
+        .containsExactly("ok", "absent", "absent", "ok");
+    assertThat(leftOnA.publishedTo()).as("the ACL, as the inspector reads it").contains("");
+    assertThat(leftOnA.claims()).isEmpty();
     assertThat(Iscsi.system().sessions()).as("no session of A").noneMatch(s -> s.target().equals(iqn));
     assertThat(Iscsi.system().nodes()).as("no node record of A").noneMatch(r -> r.target().equals(iqn));
     assertThat(Multipath.system().maps()).as("no multipath map").noneMatch(m -> m.wwid().value().equals(wwid));
     assertThat(a.ourMounts()).as("no mount on A").isEmpty();
     assertThat(appliance.acl(id)).as("no ACL entry for A").doesNotContain(nodeA).isEmpty();
 
-    Path stagingB = b.dir("staging/default/drained/rw-file-system-single-node-writer");
-    Path targetB = b.dir("per-alloc/b1/drained").resolve("rw-file-system-single-node-writer");
+    String allocB = nomad.place("b1", clientB, Optional.of(on.alloc()));
+    Path stagingB = b.dir("staging/default/drained/" + USAGE);
+    Path targetB = b.dir("per-alloc/" + allocB + "/drained").resolve(USAGE);
     controllerPublish(b, id, NODE_B, cap);
     stage(b, v, stagingB, cap);
     publish(b, id, stagingB, targetB, cap);
+    nomad.claimedAndRunning(allocB);
     List<IscsiSession> sessionsB = Iscsi.system().sessions().stream().filter(s -> s.target().equals(iqn)).toList();
     assertThat(sessionsB).as("B logs in on both portals through its interface, as its own initiator").hasSize(2)
         .allSatisfy(s -> {
@@ -154,6 +189,13 @@ class FailoverOnQnapGuestTest {
     rescheduled.awaitDurable(durable + 1, WRITES);
     Duration recovery = Duration.ofNanos(System.nanoTime() - drained);
     step("B attached, its task writing");
+    NomadScene.Inspection onB = nomad.inspect(b);
+    assertThat(onB.findings()).as("caravan inspect on B, its task writing: %s", onB).isEmpty();
+    FailoverConformance.assertAllLayersOk(onB);
+    assertThat(onB.mountStates("published")).containsExactly("ok");
+    assertThat(onB.publishedTo()).contains(NODE_B);
+    assertThat(onB.claims()).containsExactly("write " + allocB + " running on " + clientB.nomadId());
+    step("inspected A after the drain and B attached");
     rescheduled.awaitDurable(durable + FailoverConformance.AFTER, WRITES);
     long total = rescheduled.stop();
     assertThat(RecordLog.read(targetB.resolve("records"))).isEqualTo(new RecordLog.Contents(total, 0));
@@ -195,14 +237,18 @@ class FailoverOnQnapGuestTest {
     RecordLog.Writer task = on.task();
 
     // A's client is gone; Nomad places the replacement on B and asks for the volume there.
+    String allocB = lose(on.alloc());
     var refused = error(() -> controllerPublish(b, id, NODE_B, cap));
     assertThat(refused.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(refused.getStatus().getDescription()).contains(nodeA);
     assertThat(appliance.acl(id)).containsExactly(nodeA);
-    String inspected = b.plugin().observability().inspector().inspect(id).toJson().toString();
-    assertThat(inspected).as("caravan inspect on B names the holder").contains("publishedTo").contains(nodeA);
-    assertThat(a.plugin().observability().inspector().inspect(id).findings())
-        .as("caravan inspect on A: journal, multipath map and mounts agree").isEmpty();
+    expectStaleAttachmentOfA(nomad.inspect(b), "B");
+    NomadScene.Inspection onA = nomad.inspect(a);
+    assertThat(onA.codes()).as("caravan inspect on A: journal, multipath map and mounts agree; Nomad has A's plugin"
+        + " unhealthy and no claim of A's: %s", onA).containsExactly("nomad-plugin-unhealthy-here", "stale-attachment");
+    FailoverConformance.assertLocalLayersOk(onA);
+    assertThat(onA.mountStates("published")).containsExactly("ok");
+    assertThat(onA.finding("stale-attachment").next()).isEqualTo(nomad.detach(clientA));
     long fenced = task.durable();
     task.awaitDurable(fenced + 10, WRITES);
     step("B refused, A still writing");
@@ -211,6 +257,7 @@ class FailoverOnQnapGuestTest {
     long beforeDetach = task.durable();
     controllerUnpublish(b, id, nodeA);
     long detached = System.nanoTime();
+    nomad.nodePlugin(clientA, true); // A's client is back
     assertThat(appliance.acl(id)).isEmpty();
     Thread.sleep(3_000);
     long settled = task.durable();
@@ -231,11 +278,12 @@ class FailoverOnQnapGuestTest {
     assertThat(a.ourMounts()).as("no mount on A").isEmpty();
     step("A unstaged cleanly");
 
-    Path stagingB = b.dir("staging/default/lost/rw-file-system-single-node-writer");
-    Path targetB = b.dir("per-alloc/b1/lost").resolve("rw-file-system-single-node-writer");
+    Path stagingB = b.dir("staging/default/lost/" + USAGE);
+    Path targetB = b.dir("per-alloc/" + allocB + "/lost").resolve(USAGE);
     controllerPublish(b, id, NODE_B, cap);
     stage(b, v, stagingB, cap);
     publish(b, id, stagingB, targetB, cap);
+    nomad.claimedAndRunning(allocB);
     RecordLog.Contents found = RecordLog.read(targetB.resolve("records"));
     assertThat(found.records()).as("every record A fsynced before the fence, and at most the one in flight")
         .isBetween(settled, settled + 1);
@@ -306,13 +354,13 @@ class FailoverOnQnapGuestTest {
     step("power lost: A's writer had fsynced " + fsynced + " records (" + seen + " by its failure)");
 
     // Nomad places the replacement on B; A's initiator still holds the ACL.
+    String allocB = lose(on.alloc());
     var refused = error(() -> controllerPublish(b, id, NODE_B, cap));
     assertThat(refused.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(refused.getStatus().getDescription()).contains(nodeA);
     assertThat(appliance.acl(id)).containsExactly(nodeA);
-    String inspected = b.plugin().observability().inspector().inspect(id).toJson().toString();
-    assertThat(inspected).as("caravan inspect on B names the holder").contains("publishedTo").contains(nodeA);
-    step("B refused");
+    expectStaleAttachmentOfA(nomad.inspect(b), "B");
+    step("B refused, inspected");
 
     // A reboots. One kernel holds both nodes, so what A's reboot takes away has to be taken away here
     // before B can stage (B's paths would join A's map): the mounts (lazily, as they are dead), the
@@ -341,11 +389,23 @@ class FailoverOnQnapGuestTest {
     }
     bootTimeLogin();
     a.startPlugin();
+    nomad.nodePlugin(clientA, true); // A's client and plugin are back
     assertThat(Iscsi.system().sessions()).as("no session after A's boot").noneMatch(s -> s.target().equals(iqn));
     assertThat(Multipath.system().map(wwid)).as("no multipath map after A's boot").isEmpty();
     assertThat(a.ourMounts()).as("no mount on A").isEmpty();
-    assertThat(a.plugin().observability().inspector().inspect(id).findings()).extracting(Finding::code)
-        .as("caravan inspect on A: the journal's stage is not mounted").contains("staging-not-mounted");
+    // caravan inspect on A: the journal's map is gone and its stage not mounted; A is still in the ACL,
+    // and Nomad has no claim of A's. (The restarted plugin's journal keeps the stage, not the publish
+    // target whose mount it found gone.)
+    NomadScene.Inspection rebooted = nomad.inspect(a);
+    assertThat(rebooted.codes()).as("caravan inspect on A after its boot: %s", rebooted)
+        .containsExactly("device-detached", "staging-not-mounted", "stale-attachment");
+    assertThat(rebooted.finding("device-detached").next()).as("a multipath map, not a loop device")
+        .startsWith("findmnt --source ").doesNotContain("losetup");
+    assertThat(rebooted.finding("staging-not-mounted").next()).startsWith("findmnt --mountpoint " + stagingA);
+    assertThat(rebooted.mountStates("staging")).containsExactly("not-mounted");
+    assertThat(rebooted.mountStates("published")).as("the publish target, no longer in the journal").isEmpty();
+    assertThat(rebooted.state("attachment")).isEqualTo("detached");
+    assertThat(rebooted.finding("stale-attachment").next()).isEqualTo(nomad.detach(clientA));
     assertThat(error(() -> controllerPublish(b, id, NODE_B, cap)).getStatus().getCode())
         .as("A's reboot does not lift the fence").isEqualTo(Code.FAILED_PRECONDITION);
     step("A booted: nothing attached by itself");
@@ -354,11 +414,12 @@ class FailoverOnQnapGuestTest {
     controllerUnpublish(b, id, nodeA);
     long detached = System.nanoTime();
     assertThat(appliance.acl(id)).isEmpty();
-    Path stagingB = b.dir("staging/default/powerloss/rw-file-system-single-node-writer");
-    Path targetB = b.dir("per-alloc/b1/powerloss").resolve("rw-file-system-single-node-writer");
+    Path stagingB = b.dir("staging/default/powerloss/" + USAGE);
+    Path targetB = b.dir("per-alloc/" + allocB + "/powerloss").resolve(USAGE);
     controllerPublish(b, id, NODE_B, cap);
     stage(b, v, stagingB, cap);
     publish(b, id, stagingB, targetB, cap);
+    nomad.claimedAndRunning(allocB);
     RecordLog.Contents found = RecordLog.read(targetB.resolve("records"));
     System.out.printf("  fsynced on A before the loss %d (by the writer's failure %d), found on B %d records and %d"
         + " bytes more%n", fsynced, seen, found.records(), found.trailingBytes());
@@ -400,21 +461,60 @@ class FailoverOnQnapGuestTest {
   }
 
   /** A volume of {@code name} attached, staged and published on A, and A's task writing durable records to it. */
-  private record WritingOnA(Volume volume, String iqn, String wwid, Path staging, Path target, RecordLog.Writer task) {}
+  private record WritingOnA(Volume volume, String alloc, String iqn, String wwid, Path staging, Path target,
+      RecordLog.Writer task) {}
 
+  /** Nomad's volume {@code name}: made, registered, and for allocation a1 on A claimed, attached, staged and published. */
   private WritingOnA attachOnAAndWrite(String name, VolumeCapability cap) throws Exception {
     Volume v = a.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(1L << 30)).build()).getVolume();
-    Path staging = a.dir("staging/default/" + name + "/rw-file-system-single-node-writer");
-    Path target = a.dir("per-alloc/a1/" + name).resolve("rw-file-system-single-node-writer");
+    nomad.register(name, v.getVolumeId());
+    String alloc = nomad.place("a1", clientA, Optional.empty());
+    Path staging = a.dir("staging/default/" + name + "/" + USAGE);
+    Path target = a.dir("per-alloc/" + alloc + "/" + name).resolve(USAGE);
     controllerPublish(a, v.getVolumeId(), backend.nodeId(), cap);
     stage(a, v, staging, cap);
     publish(a, v.getVolumeId(), staging, target, cap);
+    nomad.claimedAndRunning(alloc);
     RecordLog.Writer task = RecordLog.start(target.resolve("records"), 1);
     task.awaitDurable(FailoverConformance.BEFORE, WRITES);
     step("A attached, its task writing");
-    return new WritingOnA(v, v.getVolumeContextMap().get("targetIqn"), "3" + v.getVolumeContextMap().get("naa"),
+    return new WritingOnA(v, alloc, v.getVolumeContextMap().get("targetIqn"), "3" + v.getVolumeContextMap().get("naa"),
         staging, target, task);
+  }
+
+  /**
+   * What Nomad records when A's client is lost (modes 3 and 4): A's node plugin fails its health
+   * check, A's allocation is lost and no longer a claimant (Nomad frees the claim of a terminal
+   * allocation; its past claims are not in the HTTP API, nomad-csi.md §6.2), and the replacement is
+   * placed on B, pending while its claim's ControllerPublish is refused. Returns the replacement.
+   */
+  private String lose(String allocA) {
+    nomad.nodePlugin(clientA, false);
+    nomad.stopped(allocA, "lost");
+    nomad.released(allocA);
+    return nomad.place("b1", clientB, Optional.of(allocA));
+  }
+
+  /**
+   * {@code caravan inspect} on a node without the volume while A's initiator holds the ACL: the one
+   * disagreement is the stale attachment, naming A's initiator and Nomad node and the detach of A.
+   * On one kernel the node also sees A's multipath map and mounts (the same WWID): findings two
+   * hosts would not give, about A's paths.
+   */
+  private void expectStaleAttachmentOfA(NomadScene.Inspection c, String on) {
+    assertThat(c.codes()).as("caravan inspect on %s: %s", on, c).filteredOn(code -> !ONE_KERNEL.contains(code))
+        .containsExactly("stale-attachment");
+    assertThat(c.findings()).filteredOn(x -> x.code().equals("mount-without-record"))
+        .allSatisfy(x -> assertThat(x.message()).as("A's mounts").startsWith(a.work.toString()));
+    assertThat(c.finding("stale-attachment")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains(backend.nodeId()).contains(clientA.nomadId());
+      assertThat(x.next()).isEqualTo(nomad.detach(clientA));
+    });
+    assertThat(c.publishedTo()).contains(backend.nodeId());
+    assertThat(c.state("journal")).isEqualTo("absent");
+    assertThat(c.claims()).as("Nomad's claims").isEmpty();
   }
 
   private void liftOutages() throws Exception {

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
@@ -33,6 +34,15 @@ final class ForkedPlugin implements AutoCloseable {
 
   /** Starts {@code caravan serve} on {@code f}'s socket, data directory and options; returns once it answers. */
   static ForkedPlugin start(PluginFixture f, String crashAt) throws IOException, InterruptedException {
+    return start(f, crashAt, "off", Map.of());
+  }
+
+  /**
+   * The same, its observe API on {@code httpListen} ({@code --http-listen}), with {@code env} added to
+   * its environment (a Nomad task's, for its Nomad layer).
+   */
+  static ForkedPlugin start(PluginFixture f, String crashAt, String httpListen, Map<String, String> env)
+      throws IOException, InterruptedException {
     Plugin.Settings s = f.settings();
     assertThat(s.journalDir()).as("caravan serve keeps its journal in <data-dir>/node").isEqualTo(s.dataDir().resolve("node"));
     Path config = f.work.resolve("forked.properties");
@@ -45,9 +55,11 @@ final class ForkedPlugin implements AutoCloseable {
     List<String> command = PluginJvm.java();
     command.addAll(List.of("-D" + CrashPoints.PROPERTY + "=" + crashAt, "dev.caravan.csi.cli.Main", "serve",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
-        "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", "off",
+        "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", httpListen,
         "--config", config.toString()));
-    Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+    ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+    builder.environment().putAll(env);
+    Process process = builder.start();
     ForkedPlugin forked = new ForkedPlugin(process, log);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_SECONDS);
     while (!CsiServer.isLive(s.socket())) {

@@ -298,6 +298,44 @@ class NomadChainTest {
     assertThat(nomadCodes(inspect("prod", "db"))).containsExactly("nomad-plugin-controllers-degraded");
   }
 
+  /**
+   * A volume Nomad has registered that the storage does not have (deleted behind Nomad's back, or
+   * registered with a wrong external id): not an unknown volume (404) but a finding that names both
+   * sides, with Nomad's command to run next.
+   */
+  @Test
+  void aVolumeNomadHasAndTheStorageLacksIsAFindingNamingBothSides() throws Exception {
+    healthyPlugin();
+    String deleted = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("deleted")
+        .addVolumeCapabilities(cap).setCapacityRange(Caps.bytes(32 * MIB)).build()).getVolume().getVolumeId();
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(deleted).build());
+    nomad.addVolume("prod", "gone", deleted);
+    String typo = vol.substring(0, vol.length() - 1) + (vol.endsWith("0") ? "1" : "0"); // one hex digit off
+    nomad.addVolume("prod", "typo", typo);
+
+    Map<String, Object> chain = get("/v1/volumes/gone/chain?namespace=prod");
+    assertThat(chain.get("volume_id")).isEqualTo(deleted);
+    @SuppressWarnings("unchecked") // JSON objects
+    Map<String, Object> backendLayer = (Map<String, Object>) ((Map<String, Object>) chain.get("layers")).get("backend");
+    assertThat(backendLayer.get("state")).isEqualTo("missing");
+    assertThat(nomadLayer(chain).get("state")).isEqualTo("ok");
+    Chain gone = f.plugin().observability().inspector().inspect(deleted, Optional.of(new NomadVolume("prod", "gone")));
+    assertThat(gone.findings()).extracting(Finding::code).containsExactly("nomad-volume-not-in-storage");
+    assertThat(finding(gone, "nomad-volume-not-in-storage")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains("Nomad has volume gone (namespace prod)").contains("external id " + deleted)
+          .contains("the storage has no such");
+      assertThat(x.next()).startsWith("nomad volume status -namespace prod gone")
+          .contains("nomad volume deregister -namespace prod gone");
+    });
+    String address = "http://127.0.0.1:" + f.plugin().observability().httpAddress().orElseThrow().getPort();
+    assertThat(new CommandLine(new Main()).execute("inspect", "gone", "--namespace", "prod", "--address", address))
+        .as("caravan inspect answers with the finding, not 'unknown volume'").isZero();
+    assertThat(getText("/v1/volumes/typo/chain?namespace=prod&format=text"))
+        .contains("[error] Nomad has volume typo (namespace prod) registered with external id " + typo)
+        .contains("next: nomad volume status -namespace prod typo");
+  }
+
   /** What the chain says when Nomad cannot help: no such volume, another external id, no plugin, no answer. */
   @Test
   void unknownVolumeOtherExternalIdMissingPluginAndSilence() throws Exception {

@@ -115,6 +115,11 @@ public final class NomadFake implements AutoCloseable {
     allocations.put(id, a);
   }
 
+  /** The allocation as Read Allocation would send it (added before). */
+  Map<String, Object> allocation(String id) {
+    return new LinkedHashMap<>(allocations.get(id));
+  }
+
   /** Allocation {@code allocId} (added before) claims the volume: as Nomad's Read Volume shows a claim. */
   @SuppressWarnings("unchecked")
   public void claim(String namespace, String volumeId, String allocId, boolean write) {

@@ -151,6 +151,18 @@ public final class ChainInspector {
           "ls -l " + object.location().orElse(journal.dir().toString())
               + "  # then stop the allocations using the volume (nomad volume status <volume>)"));
     }
+    if (backendKnown && !object.exists() && nomadVolume.isPresent()) {
+      NomadVolume n = nomadVolume.get();
+      String status = "nomad volume status -namespace " + n.namespace() + " " + n.volumeId();
+      findings.add(Finding.error("nomad-volume-not-in-storage",
+          "Nomad has volume " + n.volumeId() + " (namespace " + n.namespace() + ") registered with external id "
+              + volumeId + ", but the storage has no such " + object.kind()
+              + object.location().map(l -> " (" + l + ")").orElse("")
+              + ": it was deleted behind Nomad's back, or registered with a wrong external id.",
+          status + "  # if the volume is gone for good: nomad volume deregister -namespace " + n.namespace() + " "
+              + n.volumeId() + "; if its external id is wrong: deregister it and register it again with the"
+              + " right one"));
+    }
     if (!object.exists() && object.attachedDevice().isPresent()) {
       findings.add(Finding.error("device-for-deleted-volume",
           "Device " + object.attachedDevice().get() + " is still attached for " + volumeId + ", whose backing "
@@ -201,7 +213,9 @@ public final class ChainInspector {
                     : "no device is attached for it any more" + (present ? " (" + d + " now maps something else"
                         + readSys(sys.resolve("loop/backing_file")).map(b -> ": " + b).orElse(" or nothing") + ")" : ""))
                 + ". Its mounts can no longer reach the data reliably.",
-            "losetup --list | grep " + volumeId + "; findmnt --source " + d
+            // losetup only for a loop device: a multipath map (qnap) or a zvol is not one
+            (d.getFileName().toString().startsWith("loop") ? "losetup --list | grep " + volumeId + "; " : "")
+                + "findmnt --source " + d
                 + "  # then restart the allocations so Nomad unstages and stages the volume again"));
       }
       if (record.isEmpty() && object.attachedDevice().isPresent()) {
@@ -320,7 +334,8 @@ public final class ChainInspector {
     }
     findings.addAll(nomadResult.findings());
 
-    boolean known = object.exists() || record.isPresent() || device.isPresent();
+    // A volume Nomad names is known, whatever the storage says: its absence there is a finding, not a 404.
+    boolean known = object.exists() || record.isPresent() || device.isPresent() || nomadVolume.isPresent();
     Map<String, Object> layers = new LinkedHashMap<>();
     layers.put("backend", layer(backendState, backendEvidence));
     layers.put("attachment", layer(attachState, attachEvidence));
