@@ -49,6 +49,7 @@ import java.util.concurrent.TimeUnit;
  * on demand and retire when idle, so an idle plugin holds few.
  */
 final class RpcExecutors implements ServerInterceptor {
+  private static final System.Logger LOG = System.getLogger(RpcExecutors.class.getName());
   static final int IDENTITY_THREADS = 2;
   static final int CONTROLLER_THREADS = 16;
   static final int NODE_THREADS = 16;
@@ -124,7 +125,7 @@ final class RpcExecutors implements ServerInterceptor {
     public void onHalfClose() {
       handedOff = true;
       try {
-        serial.execute(delegate::onHalfClose);
+        serial.execute(() -> guarded(delegate::onHalfClose));
       } catch (RejectedExecutionException stopping) {
         call.close(Status.UNAVAILABLE.withDescription("the plugin is stopping"), new Metadata());
       }
@@ -151,9 +152,30 @@ final class RpcExecutors implements ServerInterceptor {
         return;
       }
       try {
-        serial.execute(callback);
+        serial.execute(() -> guarded(callback));
       } catch (RejectedExecutionException stopping) {
         // The pools are shut down: the server is stopping and the call is over for it anyway.
+      }
+    }
+
+    /**
+     * What gRPC's own executor path does for a callback that throws, which {@link ErrorInterceptor}
+     * (RuntimeExceptions from the handler) does not cover: an Error such as a LinkageError would
+     * otherwise end the pool thread and leave the call open until the client's deadline.
+     */
+    private void guarded(Runnable callback) {
+      try {
+        callback.run();
+      } catch (Throwable t) {
+        LOG.log(System.Logger.Level.ERROR, "unexpected failure in " + call.getMethodDescriptor().getFullMethodName(), t);
+        try {
+          call.close(Status.INTERNAL.withDescription("internal error: " + ErrorInterceptor.describe(t)), new Metadata());
+        } catch (RuntimeException alreadyClosed) {
+          LOG.log(System.Logger.Level.DEBUG, "call already closed", alreadyClosed);
+        }
+        if (t instanceof VirtualMachineError fatal) {
+          throw fatal;
+        }
       }
     }
   }
