@@ -19,6 +19,15 @@ public interface NodeBackend {
   /** Removes the device from this node; success if it is not attached. */
   void detach(VolumeRef volume);
 
+  /**
+   * As {@link #detach(VolumeRef)}, when the node engine knows the device it attached for the volume
+   * (from its journal), so that a backend can detach that device instead of searching for it; a device
+   * that no longer belongs to the volume is not touched. Defaults to {@link #detach(VolumeRef)}.
+   */
+  default void detach(VolumeRef volume, Optional<Path> device) {
+    detach(volume);
+  }
+
   /** Makes an attached device reflect its backing object's current size (after an expansion). */
   void refresh(VolumeRef volume);
 

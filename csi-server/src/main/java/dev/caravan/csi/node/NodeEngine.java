@@ -329,7 +329,7 @@ public final class NodeEngine {
       }
       StagedVolume remaining = c.withoutStagingPath(stagingPath);
       if (remaining.stagingPaths().isEmpty()) {
-        timedRun("detach", () -> backend.detach(c.ref()));
+        timedRun("detach", () -> backend.detach(c.ref(), c.device()));
         CrashPoints.reach("unstage.after-detach");
         journal.remove(volumeId);
       } else {

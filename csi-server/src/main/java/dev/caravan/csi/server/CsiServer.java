@@ -92,15 +92,16 @@ public final class CsiServer implements AutoCloseable {
             .channelType(EpollServerDomainSocketChannel.class)
             .bossEventLoopGroup(boss)
             .workerEventLoopGroup(workers)
-            // gRPC looks the method up on this executor before it asks callExecutor where the call runs
-            .executor(RpcExecutors.INLINE)
-            .callExecutor(executors);
+            // Every call starts on the event loop; RpcExecutors, outermost, hands its handler to a pool
+            .executor(RpcExecutors.INLINE);
     ErrorInterceptor errors = new ErrorInterceptor();
     CallLogInterceptor lines = new CallLogInterceptor(log);
     for (BindableService service : services) {
-      // Interceptors run last-added-first: the error guard sits innermost, the log line outermost.
+      // Interceptors run last-added-first: the error guard sits innermost, then the log line, the
+      // outer ones, and the hand-off to a pool thread outermost.
       List<ServerInterceptor> chain = new ArrayList<>(List.of(errors, lines));
       chain.addAll(outer.reversed());
+      chain.add(executors);
       builder.addService(ServerInterceptors.intercept(service, chain));
     }
     Server server = builder.build();

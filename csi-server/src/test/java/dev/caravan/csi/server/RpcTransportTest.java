@@ -9,6 +9,8 @@ import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsResponse;
 import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeStageVolumeResponse;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.ProbeResponse;
 import io.grpc.Status;
@@ -77,6 +79,25 @@ class RpcTransportTest {
     }
     assertThat(service.threads.get("Probe")).startsWith("epollEventLoopGroup");
     assertThat(service.threads.get("NodeGetVolumeStats")).startsWith("epollEventLoopGroup");
+  }
+
+  @Test
+  void aHandlerThatThrowsAnErrorOnThePoolAnswersInternalAndThePoolServesTheNextCall() throws Exception {
+    Recording service = new Recording();
+    CsiServer server = CsiServer.start(tmp.resolve("e.sock"), List.of(service, new Recording.Node(service)));
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(ch.channel());
+      StatusRuntimeException e = org.junit.jupiter.api.Assertions.assertThrows(StatusRuntimeException.class,
+          () -> node.withDeadlineAfter(30, java.util.concurrent.TimeUnit.SECONDS).nodeStageVolume(
+              NodeStageVolumeRequest.newBuilder().setVolumeId("v").build()));
+      assertThat(e.getStatus().getCode()).as("not the client's deadline").isEqualTo(Status.Code.INTERNAL);
+      assertThat(e.getStatus().getDescription()).isEqualTo("internal error: LinkageError: a class went missing");
+      node.withDeadlineAfter(30, java.util.concurrent.TimeUnit.SECONDS).nodeGetVolumeStats(
+          NodeGetVolumeStatsRequest.newBuilder().setVolumeId("v").setVolumePath("/p").build());
+    } finally {
+      server.shutdown(Duration.ofSeconds(1));
+    }
+    assertThat(service.threads.get("NodeStageVolume")).startsWith("caravan-node-");
   }
 
   @Test
@@ -176,6 +197,12 @@ class RpcTransportTest {
 
       Node(Recording recording) {
         this.recording = recording;
+      }
+
+      @Override
+      public void nodeStageVolume(NodeStageVolumeRequest req, StreamObserver<NodeStageVolumeResponse> out) {
+        recording.threads.put("NodeStageVolume", Thread.currentThread().getName());
+        throw new LinkageError("a class went missing");
       }
 
       @Override

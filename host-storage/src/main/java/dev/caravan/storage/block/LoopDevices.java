@@ -119,6 +119,39 @@ public final class LoopDevices {
     }
   }
 
+  /**
+   * Detaches loop device {@code device} ({@code /dev/loopN}) if it is bound to {@code file}, matched by
+   * device and inode as {@link #backs} matches them: the detach for a caller that recorded the device
+   * when it attached it, with one {@code LOOP_GET_STATUS64} on that device instead of a look at every
+   * loop device ({@link #find}). False, and nothing touched, when the device is unbound, gone, or bound
+   * to another file; true when this call detached it (or the kernel deferred the detach to its last
+   * close, as for {@link #detach(LoopDevice)}).
+   */
+  public static boolean detachIfBacking(Path device, Path file) {
+    for (int attempt = 1; ; attempt++) {
+      if (!backs(device, file)) {
+        return false;
+      }
+      try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
+        Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
+        return true;
+      } catch (SyscallException e) {
+        switch (e.errno()) {
+          case Errno.ENXIO, Errno.ENOENT -> {
+            return false; // detached by someone else between the check and the ioctl
+          }
+          case Errno.EBUSY -> {
+            if (attempt == ATTEMPTS) {
+              throw e;
+            }
+            pause();
+          }
+          default -> throw e;
+        }
+      }
+    }
+  }
+
   /** Every loop device that is bound to a file, by number. */
   public static List<LoopDevice> list() {
     return bound().stream().map(Bound::device).toList();

@@ -228,6 +228,28 @@ class LoopDevicesTest {
   }
 
   @Test
+  void detachIfBackingDetachesOnlyTheGivenDeviceAndOnlyForItsFile() throws Exception {
+    Path image = scratch.image("disk.img", 4 * MIB);
+    Path other = scratch.image("other.img", 4 * MIB);
+    LoopDevice loop = LoopDevices.attach(image, false);
+    LoopDevice otherLoop = LoopDevices.attach(other, false);
+    try {
+      assertThat(LoopDevices.detachIfBacking(loop.device(), other)).as("another file's device").isFalse();
+      assertThat(LoopDevices.detachIfBacking(Path.of("/dev/null"), image)).as("not a loop device").isFalse();
+      assertThat(LoopDevices.find(image)).contains(loop);
+      assertThat(LoopDevices.find(other)).contains(otherLoop);
+
+      assertThat(LoopDevices.detachIfBacking(loop.device(), image)).isTrue();
+      assertThat(LoopDevices.find(image)).isEmpty();
+      assertThat(LoopDevices.find(other)).as("the other device is left alone").contains(otherLoop);
+      assertThat(LoopDevices.detachIfBacking(loop.device(), image)).as("a second time: unbound").isFalse();
+    } finally {
+      LoopDevices.detach(loop);
+      LoopDevices.detach(otherLoop);
+    }
+  }
+
+  @Test
   void backsMatchesByInodeNotByName() throws Exception {
     Path image = scratch.image("disk.img", 4 * MIB);
     LoopDevice loop = LoopDevices.attach(image, false);

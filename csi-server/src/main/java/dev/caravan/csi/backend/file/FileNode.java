@@ -37,6 +37,19 @@ final class FileNode implements NodeBackend {
     }
   }
 
+  /**
+   * The recorded device when it is still this volume's: one ioctl on it, instead of a look at every loop
+   * device. Otherwise (not recorded, or the device went to another file, say after a reboot) the search.
+   */
+  @Override
+  public void detach(VolumeRef volume, Optional<Path> device) {
+    Path image = store.volumeImage(volume.volumeId());
+    if (device.isPresent() && Files.exists(image) && LoopDevices.detachIfBacking(device.get(), image)) {
+      return;
+    }
+    detach(volume);
+  }
+
   @Override
   public void refresh(VolumeRef volume) {
     Path image = store.volumeImage(volume.volumeId());
