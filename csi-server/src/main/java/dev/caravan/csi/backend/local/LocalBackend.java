@@ -189,7 +189,7 @@ public final class LocalBackend implements Backend {
     Optional<DatasetProperties> p;
     try {
       p = controller.find(v.dataset());
-    } catch (StorageException e) {
+    } catch (StorageException | CsiException e) {
       props.put("error", String.valueOf(e.getMessage()));
       return new BackendObject("zvol", Optional.of(v.dataset()), false, props, List.of(), Optional.empty());
     }
