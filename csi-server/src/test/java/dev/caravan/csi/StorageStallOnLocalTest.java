@@ -73,14 +73,13 @@ class StorageStallOnLocalTest {
 
   /**
    * Suspended: CreateVolume, ControllerExpandVolume and CreateSnapshot answer UNAVAILABLE naming the
-   * suspended pool, at once, instead of parking a thread in the kernel; Probe answers
-   * FAILED_PRECONDITION naming it within Nomad's 5 s (the node's only pool cannot take a write: the
-   * plugin is not ready, and Nomad's unhealthy plugin leaves mounted volumes alone);
+   * suspended pool, without waiting for it; Probe answers FAILED_PRECONDITION naming it within
+   * Nomad's 5 s (the node's only pool cannot take a write: the plugin is not ready);
    * NodeGetVolumeStats reports the volume abnormal, naming the pool; the workload waits, as on any
    * stalled disk. Stalled: a CreateVolume that reached ZFS waits for its transaction group, and the
    * caller's deadline ends it (DEADLINE_EXCEEDED, never a false OK); its retry while the first still
-   * waits is ABORTED; Probe answers ready (the pool is ONLINE, its disk only slow). Once the disk is back, the
-   * workload resumes, the retried create returns the one zvol the first call made, every fsynced
+   * waits is ABORTED or DEADLINE_EXCEEDED; Probe answers ready (the pool is ONLINE, its disk only
+   * stalled). Once the disk is back, the workload resumes, the retried create returns the one zvol the first call made, every fsynced
    * record is there, and unpublish, unstage and delete leave nothing.
    */
   @Test
