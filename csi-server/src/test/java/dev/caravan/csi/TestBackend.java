@@ -30,7 +30,12 @@ abstract class TestBackend {
   }
 
   static TestBackend local() {
-    return new LocalTestBackend();
+    return new LocalTestBackend(LocalTestBackend.POOL);
+  }
+
+  /** The local backend on {@code pool} alone, a pool the calling test made (and must destroy) itself. */
+  static TestBackend local(String pool) {
+    return new LocalTestBackend(pool);
   }
 
   static TestBackend qnap() {
@@ -230,10 +235,17 @@ abstract class TestBackend {
 
   /**
    * Zvols below a parent dataset of their own ({@code <pool>/ct-<work dir>}) in the pool that
-   * {@code scripts/guest-test} creates; the {@code zfs} command is used only as the oracle here.
+   * {@code scripts/guest-test} creates, or in one a test made; the {@code zfs} command is used only as
+   * the oracle here.
    */
   static final class LocalTestBackend extends TestBackend {
     static final String POOL = System.getenv().getOrDefault("CARAVAN_TEST_POOL", "caravan-test");
+
+    private final String pool;
+
+    LocalTestBackend(String pool) {
+      this.pool = pool;
+    }
 
     @Override
     String driver() {
@@ -251,20 +263,25 @@ abstract class TestBackend {
       return "ct-" + name.substring(Math.max(0, name.length() - 10));
     }
 
+    /** The parent dataset in the shared test pool ({@link #POOL}). */
     static String parentDataset(Path work) {
       return POOL + "/" + parent(work);
     }
 
+    private String parentIn(Path work) {
+      return pool + "/" + parent(work);
+    }
+
     @Override
     Map<String, String> options(Path work) {
-      return Map.of("pools", POOL, "parent-dataset", parent(work), "device-wait-seconds", "60");
+      return Map.of("pools", pool, "parent-dataset", parent(work), "device-wait-seconds", "60");
     }
 
     @Override
     Set<String> storageObjects(Path work) {
-      String out = Zfs.run("zfs", "list", "-H", "-o", "name", "-t", "all", "-r", parentDataset(work));
+      String out = Zfs.run("zfs", "list", "-H", "-o", "name", "-t", "all", "-r", parentIn(work));
       TreeSet<String> names = new TreeSet<>(out.isEmpty() ? List.of() : List.of(out.split("\n")));
-      names.remove(parentDataset(work));
+      names.remove(parentIn(work));
       return names;
     }
 
@@ -297,7 +314,7 @@ abstract class TestBackend {
 
     @Override
     String absentVolumeId(Path work) {
-      return "local/v1/" + PluginFixture.NODE + "/" + parentDataset(work) + "/vol-absent-0123456789ab";
+      return "local/v1/" + PluginFixture.NODE + "/" + parentIn(work) + "/vol-absent-0123456789ab";
     }
 
     @Override
@@ -307,8 +324,8 @@ abstract class TestBackend {
 
     @Override
     void destroyStorage(Path work) {
-      if (!Zfs.run("zfs", "list", "-H", "-o", "name", parentDataset(work)).isEmpty()) {
-        Zfs.run("zfs", "destroy", "-r", parentDataset(work));
+      if (!Zfs.run("zfs", "list", "-H", "-o", "name", parentIn(work)).isEmpty()) {
+        Zfs.run("zfs", "destroy", "-r", parentIn(work));
       }
     }
   }

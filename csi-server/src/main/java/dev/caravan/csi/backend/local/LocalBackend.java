@@ -3,6 +3,7 @@ package dev.caravan.csi.backend.local;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.BackendObject;
+import dev.caravan.csi.backend.BoundedReadiness;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
@@ -33,7 +34,9 @@ import java.util.TreeMap;
  * <p>Opening refuses (so that {@code caravan serve --driver=local} exits non-zero with the reason)
  * when the options are wrong, when ZFS is not available on the host, or when no allowlisted pool is
  * imported and ONLINE. Afterwards Probe is ready while at least one allowlisted pool is usable
- * (ONLINE or DEGRADED).
+ * (ONLINE or DEGRADED); a pool whose I/O is suspended is not, so a node whose only pool is suspended
+ * answers FAILED_PRECONDITION naming it. The pool status is read within 4 s ({@link BoundedReadiness}):
+ * should its ioctl ever block on a pool in trouble, Probe still answers, not ready, before Nomad's 5 s.
  */
 public final class LocalBackend implements Backend {
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
@@ -43,6 +46,7 @@ public final class LocalBackend implements Backend {
   private final LocalConfig config;
   private final LocalController controller;
   private final LocalNode node;
+  private final BoundedReadiness poolCheck = new BoundedReadiness("the ZFS pool status", this::readPools);
 
   private LocalBackend(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
     this.zfs = zfs;
@@ -160,6 +164,10 @@ public final class LocalBackend implements Backend {
 
   @Override
   public Readiness readiness() {
+    return poolCheck.get();
+  }
+
+  private Readiness readPools() {
     try {
       return readiness(config, statuses(zfs, config));
     } catch (RuntimeException e) {
@@ -181,7 +189,7 @@ public final class LocalBackend implements Backend {
     Optional<DatasetProperties> p;
     try {
       p = controller.find(v.dataset());
-    } catch (StorageException e) {
+    } catch (StorageException | CsiException e) {
       props.put("error", String.valueOf(e.getMessage()));
       return new BackendObject("zvol", Optional.of(v.dataset()), false, props, List.of(), Optional.empty());
     }

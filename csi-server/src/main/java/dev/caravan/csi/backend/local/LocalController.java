@@ -640,6 +640,9 @@ final class LocalController implements ControllerBackend {
       if (managedVolume(v).isEmpty()) {
         throw CsiException.notFound("source_volume_id " + sourceVolumeId + " does not exist");
       }
+      // A snapshot is a sync task: on a suspended pool it would wait in the kernel, holding this
+      // call's thread, until the pool is back. Refused instead, as create and expand are.
+      requireUsablePool(v.pool());
       SnapshotId sid = new SnapshotId(v, LocalIds.snapshotNameFor(v, name));
       snapshotMaybeFrozen(v.dataset(), sid.name(), Map.of(PROP_NAME, name), freeze);
       CrashPoints.reach("snapshot.after-zfs-snapshot");
@@ -799,7 +802,27 @@ final class LocalController implements ControllerBackend {
 
   // ---- helpers ---------------------------------------------------------------------------------
 
+  /**
+   * The dataset's properties, or empty when it does not exist. On an imported pool that is not
+   * usable (its I/O suspended) ZFS answers that a dataset it can no longer read does not exist:
+   * absence is then unknown, not a fact, and a NOT_FOUND (or a DeleteVolume's OK) would be false, so
+   * it is UNAVAILABLE naming the pool.
+   */
   Optional<DatasetProperties> find(String dataset) {
+    Optional<DatasetProperties> found = lookUp(dataset);
+    if (found.isEmpty()) {
+      int slash = dataset.indexOf('/');
+      String pool = slash < 0 ? dataset : dataset.substring(0, slash);
+      Optional<PoolStatus> status = zfs.pool(pool);
+      if (status.isPresent() && !status.get().isUsable()) {
+        throw new CsiException(Kind.UNAVAILABLE, "pool " + pool + " on node " + nodeId + " is "
+            + status.get().health() + ": cannot tell whether " + dataset + " exists until it is back");
+      }
+    }
+    return found;
+  }
+
+  private Optional<DatasetProperties> lookUp(String dataset) {
     if (!zfs.exists(dataset)) {
       return Optional.empty();
     }

@@ -99,10 +99,17 @@ final class LocalNode implements NodeBackend {
       return VolumeHealth.abnormal(e.getMessage());
     }
     try {
+      // The pool first: a pool that is not usable names itself, and its datasets are not read.
+      VolumeHealth pool = controller.poolHealth(v.pool());
+      if (pool.abnormal()) {
+        return pool;
+      }
       if (controller.managedVolume(v).isEmpty()) {
         return VolumeHealth.abnormal("zvol " + v.dataset() + " is missing");
       }
-      return controller.poolHealth(v.pool());
+      return pool;
+    } catch (CsiException e) {
+      return VolumeHealth.abnormal(e.getMessage());
     } catch (StorageException e) {
       return VolumeHealth.abnormal("cannot read zvol " + v.dataset() + ": " + e.getMessage());
     }

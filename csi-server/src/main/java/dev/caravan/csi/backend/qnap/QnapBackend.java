@@ -3,24 +3,17 @@ package dev.caravan.csi.backend.qnap;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.BackendObject;
+import dev.caravan.csi.backend.BoundedReadiness;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.VolumeRef;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executor;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The {@code qnap} backend: iSCSI LUNs on a QNAP appliance (settings: {@link QnapConfig}; ids:
@@ -42,12 +35,8 @@ public final class QnapBackend implements Backend {
   // After a login: the kernel's scan, udev, and multipathd's map; seconds on a loaded host.
   private static final java.time.Duration DEVICE_WAIT = java.time.Duration.ofSeconds(60);
 
-  /** Under Nomad's 5 s per Probe, so that a slow appliance is an answer (not ready), not a timeout. */
-  private static final Duration READINESS_BOUND = Duration.ofSeconds(4);
-  private static final Executor READINESS_THREADS =
-      Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("caravan-qnap-readiness").factory());
-
-  private final AtomicReference<CompletableFuture<Readiness>> readinessCheck = new AtomicReference<>();
+  /** Asks the appliance at most once at a time, and answers Probe within 4 s whatever it does. */
+  private final BoundedReadiness appliance = new BoundedReadiness("the QNAP appliance", this::askAppliance);
   private final QnapApi api;
   private final Optional<Http> http;
   private final String transport;
@@ -166,23 +155,7 @@ public final class QnapBackend implements Backend {
     if (api instanceof NoAppliance) {
       return Readiness.ready("QNAP node side only (no qnap.url): attaches through the iSCSI portals, no appliance API");
     }
-    CompletableFuture<Readiness> check = readinessCheck.get();
-    if (check == null || check.isDone()) {
-      // One question to the appliance at a time: probes that come while it is slow wait for the same answer.
-      check = CompletableFuture.supplyAsync(this::askAppliance, READINESS_THREADS);
-      readinessCheck.set(check);
-    }
-    try {
-      return check.get(READINESS_BOUND.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (TimeoutException e) {
-      return Readiness.notReady("the QNAP appliance did not answer within " + READINESS_BOUND.toSeconds()
-          + " s (Nomad gives a Probe 5 s)");
-    } catch (ExecutionException e) {
-      return Readiness.notReady(String.valueOf(e.getCause()));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return Readiness.notReady("interrupted");
-    }
+    return appliance.get();
   }
 
   private Readiness askAppliance() {

@@ -1,0 +1,225 @@
+package dev.caravan.csi;
+
+import static dev.caravan.csi.Caps.MIB;
+import static dev.caravan.csi.GrpcOutcomes.code;
+import static dev.caravan.csi.GrpcOutcomes.error;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
+import dev.caravan.csi.v1.CreateSnapshotRequest;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsResponse;
+import dev.caravan.csi.v1.NodePublishVolumeRequest;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.csi.v1.VolumeCapability;
+import io.grpc.Status.Code;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Failover mode 7 on the {@code local} backend: the ZFS pool under a published volume first suspends
+ * (its disk fails every write; {@code failmode=wait}) and later stalls (its disk stops answering, so
+ * transaction groups wait), in a pool of the test's own ({@link FaultyPool}), with the plugin driven
+ * over its unix socket as Nomad drives it and a writer appending fsynced records to the volume
+ * ({@link RecordLog}). One method, so that the guest boots the plugin and formats the volume once.
+ */
+class StorageStallOnLocalTest {
+  /** Records the writer makes durable before the first fault, and after the last, before the test calls it recovered. */
+  private static final int BEFORE = 20;
+  private static final int AFTER = 20;
+  private static final Duration WRITES = Duration.ofMinutes(2);
+  /** Nomad's deadline for Probe (nomad-csi.md §11). */
+  private static final long PROBE_SECONDS = 5;
+  /**
+   * For calls that must answer at once: Nomad gives controller calls 2 min, the test far less, so an
+   * answer here is an answer, not a wait that happened to end.
+   */
+  private static final long ANSWER_SECONDS = 15;
+  /** For a call the stalled pool holds: short, so that its answer is the caller's deadline, not a false OK. */
+  private static final long STALLED_SECONDS = 3;
+
+  private FaultyPool pool;
+  private PluginFixture f;
+  private RecordLog.Writer task;
+
+  @AfterEach
+  void tearDown() throws IOException, InterruptedException {
+    try {
+      if (pool != null) {
+        pool.recover(); // a test that failed mid-fault: nothing unmounts from a suspended pool
+      }
+      if (task != null) {
+        task.close();
+      }
+      if (f != null) {
+        f.close();
+      }
+    } finally {
+      if (pool != null) {
+        pool.close();
+      }
+    }
+  }
+
+  /**
+   * Suspended: CreateVolume, ControllerExpandVolume and CreateSnapshot answer UNAVAILABLE naming the
+   * suspended pool, without waiting for it; Probe answers FAILED_PRECONDITION naming it within
+   * Nomad's 5 s (the node's only pool cannot take a write: the plugin is not ready);
+   * NodeGetVolumeStats reports the volume abnormal, naming the pool; the workload waits, as on any
+   * stalled disk. Stalled: a CreateVolume that reached ZFS waits for its transaction group, and the
+   * caller's deadline ends it (DEADLINE_EXCEEDED, never a false OK); its retry while the first still
+   * waits is ABORTED or DEADLINE_EXCEEDED; Probe answers ready (the pool is ONLINE, its disk only
+   * stalled). Once the disk is back, the workload resumes, the retried create returns the one zvol the first call made, every fsynced
+   * record is there, and unpublish, unstage and delete leave nothing.
+   */
+  @Test
+  void aSuspendedThenStalledPoolIsAnsweredWithinDeadlinesAndEverythingConverges() throws Exception {
+    TestBackend.local().assumeAvailable();
+    pool = FaultyPool.create(512 * MIB);
+    f = PluginFixture.start(TestBackend.local(pool.name));
+    VolumeCapability cap = Caps.mount("ext4");
+    String id = create(CreateVolumeRequest.newBuilder().setName("in-use").addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(64 * MIB)).build(), 120);
+    Path staging = f.dir("staging/in-use");
+    Path target = f.dir("per-alloc/a1").resolve("in-use");
+    stage(id, staging, cap);
+    publish(id, staging, target, cap);
+    task = RecordLog.start(target.resolve("records"), 1);
+    task.awaitDurable(BEFORE, WRITES);
+
+    pool.failWrites();
+    pool.awaitHealth("SUSPENDED", Duration.ofSeconds(60)); // the writer's next transaction group fails
+    long suspendedAt = task.durable();
+    String suspended = pool.name + " on node " + PluginFixture.NODE + " is SUSPENDED";
+    StatusRuntimeException probe = error(() -> f.identity.withDeadlineAfter(PROBE_SECONDS, TimeUnit.SECONDS)
+        .probe(ProbeRequest.getDefaultInstance()));
+    assertThat(probe.getStatus().getCode()).as("Probe of a node whose only pool is suspended")
+        .isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(probe.getStatus().getDescription()).contains(pool.name + "=SUSPENDED");
+    CreateVolumeRequest late = CreateVolumeRequest.newBuilder().setName("late").addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(64 * MIB)).build();
+    assertUnavailable("CreateVolume on the suspended pool", suspended,
+        () -> f.controller.withDeadlineAfter(ANSWER_SECONDS, TimeUnit.SECONDS).createVolume(late));
+    assertUnavailable("ControllerExpandVolume on the suspended pool", suspended,
+        () -> f.controller.withDeadlineAfter(ANSWER_SECONDS, TimeUnit.SECONDS).controllerExpandVolume(
+            ControllerExpandVolumeRequest.newBuilder().setVolumeId(id).setCapacityRange(Caps.bytes(128 * MIB))
+                .setVolumeCapability(cap).build()));
+    assertUnavailable("CreateSnapshot on the suspended pool", suspended,
+        () -> f.controller.withDeadlineAfter(ANSWER_SECONDS, TimeUnit.SECONDS).createSnapshot(
+            CreateSnapshotRequest.newBuilder().setSourceVolumeId(id).setName("snap").build()));
+    NodeGetVolumeStatsResponse stats = stats(id, target);
+    assertThat(stats.getVolumeCondition().getAbnormal()).as("the volume's condition on a suspended pool").isTrue();
+    assertThat(stats.getVolumeCondition().getMessage()).contains("pool " + pool.name + " is SUSPENDED");
+    assertThat(task.durable()).as("the workload waits for its pool").isLessThanOrEqualTo(suspendedAt + 1);
+
+    pool.recover();
+    long cleared = System.nanoTime();
+    task.awaitDurable(suspendedAt + 1, WRITES);
+    Duration resumed = Duration.ofNanos(System.nanoTime() - cleared);
+    assertThat(f.identity.withDeadlineAfter(PROBE_SECONDS, TimeUnit.SECONDS).probe(ProbeRequest.getDefaultInstance())
+        .getReady().getValue()).as("Probe once the pool is back").isTrue();
+
+    pool.stall();
+    assertThat(code(() -> f.controller.withDeadlineAfter(STALLED_SECONDS, TimeUnit.SECONDS).createVolume(late)))
+        .as("a create the stalled pool holds").isEqualTo(Code.DEADLINE_EXCEEDED);
+    assertThat(code(() -> f.controller.withDeadlineAfter(STALLED_SECONDS, TimeUnit.SECONDS).createVolume(late)))
+        .as("its retry while the first still waits").isIn(Code.ABORTED, Code.DEADLINE_EXCEEDED);
+    assertThat(f.identity.withDeadlineAfter(PROBE_SECONDS, TimeUnit.SECONDS).probe(ProbeRequest.getDefaultInstance())
+        .getReady().getValue()).as("Probe of a stalled but ONLINE pool").isTrue();
+    assertThat(stats(id, target).getVolumeCondition().getAbnormal()).as("a slow pool is no fault").isFalse();
+
+    pool.recover();
+    long thawed = System.nanoTime();
+    String created = retryWhileAborted(late);
+    Duration recovery = Duration.ofNanos(System.nanoTime() - thawed);
+    assertThat(f.storageObjects()).as("one zvol per name: the retry found what the first call made")
+        .containsExactlyInAnyOrder(TestBackend.LocalTestBackend.dataset(id),
+            TestBackend.LocalTestBackend.dataset(created));
+    long total = task.durable() + AFTER;
+    task.awaitDurable(total, WRITES);
+    total = task.stop();
+    task = null;
+
+    unpublish(id, target);
+    unstage(id, staging);
+    Path verifier = f.dir("per-alloc/verifier").resolve("in-use");
+    stage(id, staging, cap);
+    publish(id, staging, verifier, cap);
+    assertThat(RecordLog.read(verifier.resolve("records"))).as("every fsynced record, intact")
+        .isEqualTo(new RecordLog.Contents(total, 0));
+    unpublish(id, verifier);
+    unstage(id, staging);
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(created).build());
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    assertThat(f.storageObjects()).isEmpty();
+    assertThat(f.ourMounts()).isEmpty();
+
+    FailoverReport.record(7, "local", "ZFS pool suspended (writes failing, failmode=wait): create, expand and"
+        + " snapshot UNAVAILABLE naming the pool, Probe FAILED_PRECONDITION naming it, stats abnormal; the workload"
+        + " waited (time: zpool clear to the workload's next durable record)", resumed);
+    FailoverReport.record(7, "local", "ZFS pool stalled (its disk suspended in device-mapper): a create timed out, its retry was"
+        + " ABORTED or timed out, never a false OK; Probe ready; after the stall the retried create found the first"
+        + " call's zvol and every fsynced record was there (time: the stall's end to the retried create's answer)",
+        recovery);
+  }
+
+  private void assertUnavailable(String call, String why, org.junit.jupiter.api.function.Executable rpc) {
+    StatusRuntimeException e = error(rpc);
+    assertThat(e.getStatus().getCode()).as(call).isEqualTo(Code.UNAVAILABLE);
+    assertThat(e.getStatus().getDescription()).as(call).contains(why);
+  }
+
+  /** CreateVolume as Nomad retries it: again while the plugin answers ABORTED (the first call still runs). */
+  private String retryWhileAborted(CreateVolumeRequest request) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (true) {
+      try {
+        return create(request, 120);
+      } catch (StatusRuntimeException e) {
+        if (e.getStatus().getCode() != Code.ABORTED || System.nanoTime() > deadline) {
+          throw e;
+        }
+        Thread.sleep(100);
+      }
+    }
+  }
+
+  private String create(CreateVolumeRequest request, long seconds) {
+    return f.controller.withDeadlineAfter(seconds, TimeUnit.SECONDS).createVolume(request).getVolume().getVolumeId();
+  }
+
+  private NodeGetVolumeStatsResponse stats(String id, Path target) {
+    return f.node.withDeadlineAfter(ANSWER_SECONDS, TimeUnit.SECONDS).nodeGetVolumeStats(
+        NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id).setVolumePath(target.toString()).build());
+  }
+
+  private void stage(String id, Path staging, VolumeCapability cap) {
+    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setVolumeCapability(cap).build());
+  }
+
+  private void publish(String id, Path staging, Path target, VolumeCapability cap) {
+    f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setTargetPath(target.toString()).setVolumeCapability(cap).build());
+  }
+
+  private void unpublish(String id, Path target) {
+    f.node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id).setTargetPath(target.toString())
+        .build());
+  }
+
+  private void unstage(String id, Path staging) {
+    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .build());
+  }
+}
