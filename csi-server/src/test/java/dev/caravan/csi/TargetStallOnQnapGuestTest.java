@@ -213,6 +213,8 @@ class TargetStallOnQnapGuestTest {
       assertThat(appliance.acl(v.getVolumeId())).as("no ACL entry").isEmpty();
       f.controller.withDeadlineAfter(CALL_SECONDS, TimeUnit.SECONDS).deleteVolume(
           DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    }
+    for (Volume v : List.of(busy, idle)) { // after both deletes: the LUN files' loop devices are listed for all
       assertThat(backend.leftoversOf(f.work, v.getVolumeContextMap())).as("what is left of %s", v.getVolumeId()).isEmpty();
     }
     assertThat(f.ourMounts()).isEmpty();
