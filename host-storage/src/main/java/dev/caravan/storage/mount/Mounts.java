@@ -9,10 +9,11 @@ import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.internal.sys.Stat;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Mounts and unmounts through mount(2) and umount2(2). Every operation is idempotent, because a
@@ -32,14 +33,13 @@ import java.util.Set;
  * still cannot make it unmount another mount.
  */
 public final class Mounts {
-  // The check-then-mount in each operation must not interleave for one target within this JVM.
-  private static final Object[] LOCKS = new Object[64];
+  // The check-then-mount in each operation must not interleave for one target within this JVM. One
+  // lock per target path, there only while an operation holds or awaits it: an unmount can wait in
+  // the kernel for as long as its device queues I/O (a stalled iSCSI target, queue_if_no_path), and
+  // then it must hold up that path alone, never an unrelated one that shared a lock stripe with it.
+  private static final ConcurrentHashMap<Path, TargetLock> LOCKS = new ConcurrentHashMap<>();
   private static final int BUSY_ATTEMPTS = 50;
   private static final long BUSY_PAUSE_MILLIS = 20;
-
-  static {
-    Arrays.setAll(LOCKS, i -> new Object());
-  }
 
   private Mounts() {}
 
@@ -50,7 +50,7 @@ public final class Mounts {
   public static void mount(
       Path device, Path target, String fsType, Set<MountFlag> flags, String data) {
     boolean readOnly = flags.contains(MountFlag.READ_ONLY);
-    synchronized (lockFor(target)) {
+    try (Held held = lock(target)) {
       refuseSymlink(target);
       Optional<MountEntry> existing = MountTable.at(target);
       if (existing.isPresent()) {
@@ -72,7 +72,7 @@ public final class Mounts {
    * itself; if that remount fails the bind is undone rather than left writable.
    */
   public static void bind(Path source, Path target, boolean readOnly) {
-    synchronized (lockFor(target)) {
+    try (Held held = lock(target)) {
       refuseSymlink(target);
       Optional<MountEntry> existing = MountTable.at(target);
       if (existing.isPresent()) {
@@ -112,7 +112,7 @@ public final class Mounts {
    * mkfs.
    */
   public static boolean unmount(Path target) {
-    synchronized (lockFor(target)) {
+    try (Held held = lock(target)) {
       // umount2 resolves the path as isMountPoint did (parents followed, the last component not)
       if (!MountTable.isMountPoint(target)) {
         return false;
@@ -191,7 +191,34 @@ public final class Mounts {
     }
   }
 
-  private static Object lockFor(Path target) {
-    return LOCKS[Math.floorMod(target.toAbsolutePath().normalize().hashCode(), LOCKS.length)];
+  /** A target path's lock, with how many operations hold or await it (changed only in the map's compute). */
+  private static final class TargetLock {
+    final ReentrantLock lock = new ReentrantLock();
+    int users;
+  }
+
+  /** The lock of one target, held until closed. */
+  interface Held extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  static Held lock(Path target) {
+    Path key = target.toAbsolutePath().normalize();
+    TargetLock t = LOCKS.compute(key, (k, existing) -> {
+      TargetLock l = existing == null ? new TargetLock() : existing;
+      l.users++;
+      return l;
+    });
+    t.lock.lock();
+    return () -> {
+      t.lock.unlock();
+      LOCKS.computeIfPresent(key, (k, l) -> --l.users == 0 ? null : l);
+    };
+  }
+
+  /** How many target paths have a lock now: none once no operation runs (the map does not grow). */
+  static int lockedTargets() {
+    return LOCKS.size();
   }
 }

@@ -88,6 +88,11 @@ final class Initiator {
     return multipath.resize(wwid);
   }
 
+  /** The SCSI disks the session brought, read from sysfs. */
+  List<ScsiDisk> disks(IscsiSession session) {
+    return iscsi.disks(session);
+  }
+
   List<ScsiDisk> disks(Wwid wwid) {
     return ScsiDisks.withWwid(wwid);
   }

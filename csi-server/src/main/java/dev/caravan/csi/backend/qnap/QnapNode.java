@@ -204,17 +204,9 @@ final class QnapNode implements NodeBackend {
       return VolumeHealth.abnormal("the volume context lacks what the qnap node needs (targetIqn, lun, portals, naa)");
     }
     try {
-      Optional<MultipathMap> map = initiator.map(lun.get().wwid());
-      if (map.isEmpty()) {
-        return VolumeHealth.abnormal("no multipath map for WWID " + lun.get().wwid() + " on this node");
-      }
-      int up = map.get().upPaths().size();
-      int all = lun.get().portals().size();
-      return up == 0 ? VolumeHealth.abnormal("no path of multipath map " + map.get().name() + " is up")
-          : up < all ? VolumeHealth.abnormal(up + " of " + all + " paths of multipath map " + map.get().name() + " are up")
-          : VolumeHealth.OK;
+      return PathHealth.of(lun.get(), initiator);
     } catch (StorageException e) {
-      return VolumeHealth.abnormal("cannot read the multipath map: " + e.getMessage());
+      return VolumeHealth.abnormal("cannot read the multipath map or the iSCSI sessions: " + e.getMessage());
     }
   }
 
