@@ -7,10 +7,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
-import dev.caravan.csi.v1.NodePublishVolumeRequest;
-import dev.caravan.csi.v1.NodeStageVolumeRequest;
-import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
-import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
@@ -260,13 +256,7 @@ abstract class FailoverConformance {
 
   /** Stages the volume again, as the next allocation would, and checks every fsynced record is there. */
   void verifyAfterRestage(String id, Path staging, VolumeCapability cap, long records) throws IOException {
-    Path target = f.dir("per-alloc/verifier").resolve(staging.getFileName());
-    stage(id, staging, cap);
-    publish(id, staging, target, cap);
-    assertThat(RecordLog.read(target.resolve("records"))).as("every fsynced record, intact")
-        .isEqualTo(new RecordLog.Contents(records, 0));
-    unpublish(id, target);
-    unstage(id, staging);
+    f.verifyAfterRestage(id, staging, cap, records);
   }
 
   String create(String name, VolumeCapability cap) {
@@ -275,23 +265,19 @@ abstract class FailoverConformance {
   }
 
   void stage(String id, Path staging, VolumeCapability cap) {
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).build());
+    f.stage(id, staging, cap);
   }
 
   void publish(String id, Path staging, Path target, VolumeCapability cap) {
-    f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setTargetPath(target.toString()).setVolumeCapability(cap).build());
+    f.publish(id, staging, target, cap);
   }
 
   void unpublish(String id, Path target) {
-    f.node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id).setTargetPath(target.toString())
-        .build());
+    f.unpublish(id, target);
   }
 
   void unstage(String id, Path staging) {
-    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .build());
+    f.unstage(id, staging);
   }
 
   void deleteAndExpectNothingLeft(String id) throws IOException {

@@ -4,6 +4,11 @@ import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.NodePublishVolumeRequest;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -143,6 +148,42 @@ final class PluginFixture implements AutoCloseable {
 
   Path dir(String relative) throws IOException {
     return Files.createDirectories(root.resolve(relative));
+  }
+
+  /** NodeStageVolume of {@code id} at {@code staging}, as Nomad sends it. */
+  void stage(String id, Path staging, VolumeCapability cap) {
+    node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setVolumeCapability(cap).build());
+  }
+
+  /** NodePublishVolume of the staged {@code id} at {@code target}. */
+  void publish(String id, Path staging, Path target, VolumeCapability cap) {
+    node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .setTargetPath(target.toString()).setVolumeCapability(cap).build());
+  }
+
+  void unpublish(String id, Path target) {
+    node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id).setTargetPath(target.toString())
+        .build());
+  }
+
+  void unstage(String id, Path staging) {
+    node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
+        .build());
+  }
+
+  /**
+   * Stages {@code id} again and publishes it to a fresh target, as the next allocation would, checks that
+   * it holds exactly {@code records} intact records ({@link RecordLog}), and unpublishes and unstages it.
+   */
+  void verifyAfterRestage(String id, Path staging, VolumeCapability cap, long records) throws IOException {
+    Path target = dir("per-alloc/verifier").resolve(staging.getFileName());
+    stage(id, staging, cap);
+    publish(id, staging, target, cap);
+    org.assertj.core.api.Assertions.assertThat(RecordLog.read(target.resolve("records")))
+        .as("every fsynced record, intact").isEqualTo(new RecordLog.Contents(records, 0));
+    unpublish(id, target);
+    unstage(id, staging);
   }
 
   /** Mounts under this fixture's directory, deepest first. */

@@ -11,10 +11,6 @@ import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.NodeGetVolumeStatsResponse;
-import dev.caravan.csi.v1.NodePublishVolumeRequest;
-import dev.caravan.csi.v1.NodeStageVolumeRequest;
-import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
-import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import io.grpc.Status.Code;
@@ -92,8 +88,8 @@ class StorageStallOnLocalTest {
         .setCapacityRange(Caps.bytes(64 * MIB)).build(), 120);
     Path staging = f.dir("staging/in-use");
     Path target = f.dir("per-alloc/a1").resolve("in-use");
-    stage(id, staging, cap);
-    publish(id, staging, target, cap);
+    f.stage(id, staging, cap);
+    f.publish(id, staging, target, cap);
     task = RecordLog.start(target.resolve("records"), 1);
     task.awaitDurable(BEFORE, WRITES);
 
@@ -150,15 +146,9 @@ class StorageStallOnLocalTest {
     total = task.stop();
     task = null;
 
-    unpublish(id, target);
-    unstage(id, staging);
-    Path verifier = f.dir("per-alloc/verifier").resolve("in-use");
-    stage(id, staging, cap);
-    publish(id, staging, verifier, cap);
-    assertThat(RecordLog.read(verifier.resolve("records"))).as("every fsynced record, intact")
-        .isEqualTo(new RecordLog.Contents(total, 0));
-    unpublish(id, verifier);
-    unstage(id, staging);
+    f.unpublish(id, target);
+    f.unstage(id, staging);
+    f.verifyAfterRestage(id, staging, cap, total);
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(created).build());
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(f.storageObjects()).isEmpty();
@@ -201,25 +191,5 @@ class StorageStallOnLocalTest {
   private NodeGetVolumeStatsResponse stats(String id, Path target) {
     return f.node.withDeadlineAfter(ANSWER_SECONDS, TimeUnit.SECONDS).nodeGetVolumeStats(
         NodeGetVolumeStatsRequest.newBuilder().setVolumeId(id).setVolumePath(target.toString()).build());
-  }
-
-  private void stage(String id, Path staging, VolumeCapability cap) {
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).build());
-  }
-
-  private void publish(String id, Path staging, Path target, VolumeCapability cap) {
-    f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .setTargetPath(target.toString()).setVolumeCapability(cap).build());
-  }
-
-  private void unpublish(String id, Path target) {
-    f.node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(id).setTargetPath(target.toString())
-        .build());
-  }
-
-  private void unstage(String id, Path staging) {
-    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
-        .build());
   }
 }
