@@ -154,7 +154,9 @@ public final class Plugin implements AutoCloseable {
       ControllerService localController = new ControllerService(controller, locks, s.nodeId());
       if (peers.isPresent()) {
         peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller(),
-            s.dataDir().resolve("peer"));
+            s.dataDir().resolve("peer"), observability.inspector()::ownLayers);
+        // The inspector starts before the peer endpoint (which serves the inspector's own layers).
+        observability.inspector().askPeers(peering.nodes());
       }
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),

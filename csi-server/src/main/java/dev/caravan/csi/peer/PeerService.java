@@ -2,6 +2,9 @@ package dev.caravan.csi.peer;
 
 import com.google.protobuf.Message;
 import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.peer.v1.CreateSnapshotCall;
 import dev.caravan.csi.peer.v1.CreateVolumeCall;
 import dev.caravan.csi.peer.v1.DeleteSnapshotCall;
@@ -11,6 +14,8 @@ import dev.caravan.csi.peer.v1.GetCapacityCall;
 import dev.caravan.csi.peer.v1.GetVolumeCall;
 import dev.caravan.csi.peer.v1.ListSnapshotsCall;
 import dev.caravan.csi.peer.v1.ListVolumesCall;
+import dev.caravan.csi.peer.v1.NodeLayersAnswer;
+import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.peer.v1.PeerGrpc;
 import dev.caravan.csi.peer.v1.PlacementQuery;
 import dev.caravan.csi.peer.v1.PlacementReport;
@@ -51,16 +56,21 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   private final String self;
   private final long reserveBytes;
   private final Function<CreateVolumeRequest, CreateVolumeResponse> place;
+  private final Function<String, NodeLayersAnswer> nodeLayers;
   private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
 
-  /** @param place the coordinator's part of CreateVolume ({@link RoutingControllerService#place}) */
+  /**
+   * @param place the coordinator's part of CreateVolume ({@link RoutingControllerService#place})
+   * @param nodeLayers this node's own node-side layers of a volume id (read-only)
+   */
   PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
-      Function<CreateVolumeRequest, CreateVolumeResponse> place) {
+      Function<CreateVolumeRequest, CreateVolumeResponse> place, Function<String, NodeLayersAnswer> nodeLayers) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
     this.place = place;
+    this.nodeLayers = nodeLayers;
   }
 
   @Override
@@ -140,6 +150,19 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   public void placement(PlacementQuery q, StreamObserver<PlacementReport> out) {
     reading(out, q.getIdempotencyKey(),
         () -> NodeReport.of(backend, self, reserveBytes, q.getVolumeName(), q.getParametersMap()));
+  }
+
+  @Override
+  public void nodeLayers(NodeLayersCall call, StreamObserver<NodeLayersAnswer> out) {
+    reading(out, call.getIdempotencyKey(), () -> {
+      String id = call.getVolumeId();
+      IdRules.requireBounded("volume_id", id);
+      // The inspector names files after the id: only an id of the backend's form reaches it.
+      if (backend.volumeId(id) instanceof IdShape.NotOurs(String rule)) {
+        throw CsiException.invalid("volume_id '" + id + "' is not of this backend's form: " + rule);
+      }
+      return nodeLayers.apply(id);
+    });
   }
 
   private void requireOwnVolume(String id) {

@@ -4,7 +4,13 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.service.ControllerService;
 import io.grpc.BindableService;
 import java.io.IOException;
+import dev.caravan.csi.observe.inspect.PeerNodes;
+import dev.caravan.csi.peer.v1.NodeLayersAnswer;
+import dev.caravan.csi.peer.v1.NodeLayersCall;
 import java.nio.file.Path;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
  * This node's part in a multi-node plugin: its peer endpoint, its connections to the other nodes,
@@ -16,11 +22,14 @@ public final class Peering implements AutoCloseable {
   private final PeerServer server;
   private final PeerClients clients;
   private final RoutingControllerService controller;
+  private final ControllerBackend backend;
 
-  private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller) {
+  private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
+      ControllerBackend backend) {
     this.server = server;
     this.clients = clients;
     this.controller = controller;
+    this.backend = backend;
   }
 
   /**
@@ -30,9 +39,10 @@ public final class Peering implements AutoCloseable {
    * @param backend this node's controller backend, unwrapped: who owns an id, capacity, names
    * @param stateDir where this node keeps what it must remember across restarts as a name's
    *     coordinator ({@link NameClaims}): a directory of the plugin's data directory
+   * @param nodeLayers this node's own node-side layers of a volume, for the other nodes' inspectors
    */
   public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend,
-      Path stateDir) throws IOException {
+      Path stateDir, Function<String, NodeLayersAnswer> nodeLayers) throws IOException {
     CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
     PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
     RoutingControllerService controller = new RoutingControllerService(local, backend, self, s.reserveBytes(), clients,
@@ -40,14 +50,31 @@ public final class Peering implements AutoCloseable {
     PeerServer server;
     try {
       server = PeerServer.start(s.listen(), files, s.peers(),
-          new PeerService(local, backend, self, s.reserveBytes(), controller::place));
+          new PeerService(local, backend, self, s.reserveBytes(), controller::place, nodeLayers));
     } catch (IOException | RuntimeException e) {
       clients.close();
       throw e;
     }
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, controller);
+    return new Peering(server, clients, controller, backend);
+  }
+
+  /** The other nodes' plugins, for the claim-chain inspector: each asked with {@link PeerNodes#DEADLINE}. */
+  public PeerNodes nodes() {
+    return new PeerNodes() {
+      @Override
+      public Optional<String> owner(String volumeId) {
+        return Routing.ownerIfOurs(backend, volumeId, true);
+      }
+
+      @Override
+      public NodeLayersAnswer layers(String node, String volumeId) {
+        return clients.client(node).call("Its plugin may be down, or the node itself.", (stub, key) ->
+            stub.withDeadlineAfter(DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+                .nodeLayers(NodeLayersCall.newBuilder().setIdempotencyKey(key).setVolumeId(volumeId).build()));
+      }
+    };
   }
 
   /** The controller service to serve on the CSI socket instead of the local one. */

@@ -149,7 +149,8 @@ final class PeerCluster implements AutoCloseable {
         n.tls().resolve("ca.pem"), peerSets.apply(id, others), n.reserve, storage.peerTimeout());
     Plugin.Settings base = Plugin.Settings.of(storage.driver(), socket, id, n.data());
     Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
-        base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n));
+        base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n))
+        .withAllowedRoots(List.of(work)); // a test stages and publishes below the cluster's directory
     n.plugin = Plugin.start(settings, IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());

@@ -9,7 +9,8 @@ import java.util.Map;
  * One volume's claim chain as the inspector saw it.
  *
  * @param known whether any layer knows the volume (404 otherwise)
- * @param layers backend, attachment, staging, published, unrecorded_mounts, journal, nomad
+ * @param layers backend, attachment, staging, published, unrecorded_mounts, journal, nomad, and with peers
+ *     peer_nodes
  */
 public record Chain(
     String volumeId, String nodeId, boolean known, String inspectedAt, Map<String, Object> layers,
@@ -20,7 +21,8 @@ public record Chain(
     m.put("volume_id", volumeId);
     m.put("node_id", nodeId);
     m.put("inspected_at", inspectedAt);
-    m.put("agree", findings.isEmpty());
+    // An info finding reports agreement (a peer that holds nothing, say), not a disagreement.
+    m.put("agree", findings.stream().allMatch(f -> f.severity().equals("info")));
     m.put("findings", findings.stream().map(Finding::toJson).toList());
     m.put("layers", layers);
     return m;

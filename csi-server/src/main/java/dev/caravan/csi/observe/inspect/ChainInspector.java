@@ -7,11 +7,13 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.observe.Json;
 import dev.caravan.csi.observe.NomadPaths;
 import dev.caravan.csi.observe.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.observe.stats.VolumeUsage;
+import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.fs.FsStats;
 import dev.caravan.storage.mount.MountEntry;
@@ -49,6 +51,7 @@ public final class ChainInspector {
   private final UsageCollector usage;
   private final Clock clock;
   private final Optional<NomadLayer> nomad;
+  private volatile Optional<PeerNodes> peers = Optional.empty();
 
   public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock) {
     this(nodeId, backend, journal, usage, clock, Optional.empty());
@@ -65,6 +68,14 @@ public final class ChainInspector {
     this.nomad = nomad.map(n -> new NomadLayer(n, nodeId));
   }
 
+  /**
+   * With {@code p}, the chain has a {@code peer_nodes} layer: the other nodes it points at, asked for
+   * their own layers. Set once, after the peer endpoint (which serves {@link #ownLayers}) starts.
+   */
+  public void askPeers(PeerNodes p) {
+    peers = Optional.of(p);
+  }
+
   /** The whole chain of one volume; the id has passed the backend's syntax check. */
   public Chain inspect(String volumeId) {
     return inspect(volumeId, Optional.empty());
@@ -75,6 +86,26 @@ public final class ChainInspector {
    * from, if any (otherwise the journal's staging paths name it).
    */
   public Chain inspect(String volumeId, Optional<NomadVolume> nomadVolume) {
+    return look(volumeId, nomadVolume, false).chain();
+  }
+
+  /**
+   * This node's own node-side layers of a volume, for another node's inspector: attachment, mounts and
+   * journal, with what still holds the volume here; neither Nomad nor the other nodes are asked.
+   */
+  public NodeLayersAnswer ownLayers(String volumeId) {
+    Seen seen = look(volumeId, Optional.empty(), true);
+    Map<String, Object> layers = new LinkedHashMap<>(seen.chain().layers());
+    layers.remove("backend");
+    layers.remove("nomad");
+    return NodeLayersAnswer.newBuilder().setNode(nodeId).addAllHolds(seen.holds())
+        .addAllAllocations(seen.allocations()).setLayersJson(Json.write(layers)).build();
+  }
+
+  /** A chain, and what on this node holds the volume (for {@link #ownLayers}). */
+  private record Seen(Chain chain, List<String> holds, List<String> allocations) {}
+
+  private Seen look(String volumeId, Optional<NomadVolume> nomadVolume, boolean forPeer) {
     List<MountEntry> mounts = MountTable.read();
     List<Finding> findings = new ArrayList<>();
     Optional<StagedVolume> memory = journal.get(volumeId);
@@ -98,6 +129,10 @@ public final class ChainInspector {
       object = new BackendObject(backend.driver(), Optional.empty(), false, Map.of(), List.of(), Optional.empty());
     }
     Optional<StagedVolume> record = memory.or(() -> disk);
+    List<String> holds = new ArrayList<>();
+    if (record.isPresent()) {
+      holds.add("journal record " + journal.file(volumeId));
+    }
 
     // ---- journal ----
     Map<String, Object> journalEvidence = new LinkedHashMap<>();
@@ -243,6 +278,7 @@ public final class ChainInspector {
       });
       Optional<MountEntry> m = mountAt(mounts, p);
       s.put("mount", m.map(ChainInspector::mountJson));
+      m.ifPresent(e -> holds.add("staging mount " + p));
       boolean block = record.get().accessType() == AccessType.BLOCK;
       String state;
       if (block) {
@@ -280,6 +316,7 @@ public final class ChainInspector {
       s.put("read_only", t.readOnly());
       Optional<MountEntry> m = mountAt(mounts, t.target());
       s.put("mount", m.map(ChainInspector::mountJson));
+      m.ifPresent(e -> holds.add("publish mount " + t.target()));
       String state = m.isEmpty() ? "not-mounted" : m.get().readOnly() != t.readOnly() ? "wrong-mode" : "ok";
       if (m.isEmpty()) {
         findings.add(Finding.warning("publish-not-mounted",
@@ -303,6 +340,7 @@ public final class ChainInspector {
       for (MountEntry m : mounts) {
         if (m.majorMinor().equals(mm) && !recordedPaths.contains(m.mountPoint())) {
           unrecorded.add(mountJson(m));
+          holds.add("unrecorded mount " + m.mountPoint());
           findings.add(Finding.error("mount-without-record",
               m.mountPoint() + " mounts " + volumeId + "'s device " + device.get() + " but the node journal has no"
                   + " record of it" + (record.isEmpty() ? " (no record of the volume at all)" : "")
@@ -316,7 +354,13 @@ public final class ChainInspector {
     Optional<NomadVolume> ref = nomadVolume.or(() -> record.flatMap(r -> r.stagingPaths().stream()
         .map(NomadPaths::fromStagingPath).flatMap(Optional::stream).findFirst()));
     NomadLayer.Result nomadResult;
-    if (nomad.isEmpty()) {
+    Optional<List<String>> publishedTo = backendKnown
+        ? Optional.ofNullable(object.properties().get("publishedTo"))
+            .map(s -> s.isEmpty() ? List.<String>of() : List.of(s.split(",", -1)))
+        : Optional.empty();
+    if (forPeer) {
+      nomadResult = NomadLayer.notConsulted("asked by another node for this node's own layers");
+    } else if (nomad.isEmpty()) {
       nomadResult = NomadLayer.notConsulted("Nomad's task API is not available to this plugin (it is not running as"
           + " a Nomad task with NOMAD_SECRETS_DIR set)");
     } else if (ref.isEmpty()) {
@@ -325,17 +369,28 @@ public final class ChainInspector {
     } else {
       Set<String> allocsHere = record.map(r -> r.targets().stream().map(t -> NomadPaths.allocationId(t.target()))
           .flatMap(Optional::stream).collect(Collectors.toSet())).orElse(Set.of());
-      Optional<List<String>> publishedTo = backendKnown
-          ? Optional.ofNullable(object.properties().get("publishedTo"))
-              .map(s -> s.isEmpty() ? List.<String>of() : List.of(s.split(",", -1)))
-          : Optional.empty();
       nomadResult = nomad.get().inspect(ref.get(), nomadVolume.isPresent() ? "the request" : "the staging path",
           new NomadLayer.Local(volumeId, record.isPresent(), allocsHere, publishedTo));
     }
     findings.addAll(nomadResult.findings());
 
+    // ---- the other nodes the chain points at, over the peer channel ----
+    Optional<PeerLayer.Result> peerResult = Optional.empty();
+    Optional<PeerNodes> p = peers;
+    if (!forPeer && p.isPresent()) {
+      Set<String> pointedAt = new java.util.TreeSet<>(publishedTo.orElse(List.of()));
+      p.get().owner(volumeId).ifPresent(pointedAt::add);
+      pointedAt.remove(nodeId);
+      pointedAt.remove("");
+      String detach = ref.map(n -> "nomad volume detach -namespace " + n.namespace() + " " + n.volumeId())
+          .orElse("nomad volume detach <volume>");
+      peerResult = Optional.of(PeerLayer.ask(p.get(), volumeId, pointedAt, detach));
+      findings.addAll(peerResult.get().findings());
+    }
+
     // A volume Nomad names is known, whatever the storage says: its absence there is a finding, not a 404.
-    boolean known = object.exists() || record.isPresent() || device.isPresent() || nomadVolume.isPresent();
+    boolean known = object.exists() || record.isPresent() || device.isPresent() || nomadVolume.isPresent()
+        || peerResult.map(PeerLayer.Result::heldSomewhere).orElse(false);
     Map<String, Object> layers = new LinkedHashMap<>();
     layers.put("backend", layer(backendState, backendEvidence));
     layers.put("attachment", layer(attachState, attachEvidence));
@@ -344,7 +399,11 @@ public final class ChainInspector {
     layers.put("unrecorded_mounts", unrecorded);
     layers.put("journal", layer(journalState, journalEvidence));
     layers.put("nomad", nomadResult.layer());
-    return new Chain(volumeId, nodeId, known, clock.instant().toString(), layers, List.copyOf(findings));
+    peerResult.ifPresent(r -> layers.put("peer_nodes", r.layer()));
+    List<String> allocations = record.map(r -> r.targets().stream().map(t -> NomadPaths.allocationId(t.target()))
+        .flatMap(Optional::stream).distinct().toList()).orElse(List.of());
+    return new Seen(new Chain(volumeId, nodeId, known, clock.instant().toString(), layers, List.copyOf(findings)),
+        List.copyOf(holds), allocations);
   }
 
   private static String allocHint(StagedVolume v) {

@@ -18,6 +18,10 @@ public record Finding(String code, String severity, String message, String next)
     return new Finding(code, "warning", message, next);
   }
 
+  public static Finding info(String code, String message, String next) {
+    return new Finding(code, "info", message, next);
+  }
+
   Map<String, Object> toJson() {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("code", code);
