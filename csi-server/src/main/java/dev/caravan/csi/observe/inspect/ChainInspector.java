@@ -30,6 +30,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
@@ -378,7 +379,7 @@ public final class ChainInspector {
     Optional<PeerLayer.Result> peerResult = Optional.empty();
     Optional<PeerNodes> p = peers;
     if (!forPeer && p.isPresent()) {
-      Set<String> pointedAt = new java.util.TreeSet<>(publishedTo.orElse(List.of()));
+      Set<String> pointedAt = new TreeSet<>(publishedTo.orElse(List.of()));
       p.get().owner(volumeId).ifPresent(pointedAt::add);
       pointedAt.remove(nodeId);
       pointedAt.remove("");
