@@ -1,6 +1,7 @@
 package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.observe.Json;
 import dev.caravan.csi.observe.inspect.Chain;
@@ -12,6 +13,8 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -85,6 +88,15 @@ class PeerLayersTest {
     assertThat(released.findings().getFirst().next())
         .isEqualTo("nomad volume detach <volume> <Nomad node id of a>");
     assertThat(released.toJson().get("agree")).isEqualTo(true);
+
+    // The endpoint reads only ids of the backend's form: the inspector names files after them.
+    PeerNodes fromB = cluster.node("b").plugin.peering().orElseThrow().nodes();
+    assertThatThrownBy(() -> fromB.layers("a", "../../etc/passwd")).isInstanceOfSatisfying(
+        StatusRuntimeException.class, e -> {
+          assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+          assertThat(e.getStatus().getDescription())
+              .startsWith("volume_id '../../etc/passwd' is not of this backend's form: ");
+        });
 
     // a's plugin stopped: its port refuses connections.
     cluster.stopNode("a");
