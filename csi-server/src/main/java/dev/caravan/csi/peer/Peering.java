@@ -1,12 +1,12 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
-import dev.caravan.csi.service.ControllerService;
-import io.grpc.BindableService;
-import java.io.IOException;
 import dev.caravan.csi.observe.inspect.PeerNodes;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.csi.peer.v1.NodeLayersCall;
+import dev.caravan.csi.service.ControllerService;
+import io.grpc.BindableService;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
