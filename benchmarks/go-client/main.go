@@ -120,6 +120,7 @@ func dial(endpoint string) (*grpc.ClientConn, error) {
 	defer cancel()
 	// One connection for the whole run, dialled to the socket directly, as Nomad's CSI client does.
 	return grpc.DialContext(ctx, "passthrough:///"+path, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
