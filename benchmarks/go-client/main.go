@@ -485,7 +485,7 @@ func printTable(runs []Run) {
 	for i, r := range runs {
 		header += fmt.Sprintf(" | %-30s", r.Label+" p50 / p90 / p99")
 		if i > 0 {
-			header += fmt.Sprintf(" | %-10s", "p50 ratio")
+			header += fmt.Sprintf(" | %-14s", "p50 ÷ "+runs[0].Label)
 		}
 	}
 	fmt.Println(header)
@@ -510,9 +510,9 @@ func printTable(runs []Run) {
 			}
 			if i > 0 {
 				if x != nil && first != nil && first.P50 > 0 {
-					line += fmt.Sprintf(" | %-10s", fmt.Sprintf("%.2f×", x.P50/first.P50))
+					line += fmt.Sprintf(" | %-14s", fmt.Sprintf("%.2f", x.P50/first.P50))
 				} else {
-					line += fmt.Sprintf(" | %-10s", "-")
+					line += fmt.Sprintf(" | %-14s", "-")
 				}
 			}
 		}
