@@ -178,6 +178,19 @@ class PeerLayersTest {
       assertThat(running.findings().getFirst().message()).contains("Node a (Nomad node " + NODE_A + ") still holds")
           .contains("; Nomad has the " + writer + " there");
 
+      // a's client was lost while its host, and the writer, still run: Nomad would let a detach through.
+      alloc(nomad, ALLOC, NODE_A, "a", "lost", "stop");
+      Chain lost = inspectOnB(vol, true);
+      assertThat(lost.findings()).as(Json.pretty(lost.toJson())).extracting(Finding::code)
+          .containsExactly("nomad-claim-held-by-stopped-allocation", "peer-holds-volume");
+      assertThat(lost.findings().get(1).message()).endsWith("a detach from it now would cut a possible writer off,"
+          + " and Nomad, which sees no running allocation there, would let it through.");
+      // Nomad's layer alone would advise the detach from a; the answer from a overrules it.
+      assertThat(lost.findings().get(0).message()).endsWith(" But that node's plugin answers that it still holds the"
+          + " volume (peer-holds-volume): do not detach yet.");
+      assertThat(lost.findings().get(0).next()).isEqualTo("nomad alloc stop " + ALLOC
+          + "; then detach once node a holds nothing").isEqualTo(lost.findings().get(1).next());
+
       // Nomad freed the claim (a forced detach) while a's mounts stayed: a leftover Nomad will never unstage.
       alloc(nomad, ALLOC, NODE_A, "a", "complete", "stop");
       nomad.release(NS, "db", ALLOC);

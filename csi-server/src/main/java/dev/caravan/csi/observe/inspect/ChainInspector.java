@@ -391,6 +391,7 @@ public final class ChainInspector {
           .orElse("nomad volume detach <volume>");
       // Nomad's claims name Nomad nodes; the Nomad layer maps them to CSI node ids from the plugin it read.
       peerResult = Optional.of(PeerLayer.ask(p.get(), volumeId, pointedAt, nomadResult.claims(), nodeId, detach));
+      findings.replaceAll(peerResult.get()::guard);
       findings.addAll(peerResult.get().findings());
     }
 

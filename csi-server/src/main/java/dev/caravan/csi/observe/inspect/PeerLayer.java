@@ -24,7 +24,22 @@ import java.util.concurrent.Future;
  * (no CSI node id known for it) is a row and a finding of its own, never left out.
  */
 final class PeerLayer {
-  record Result(Map<String, Object> layer, List<Finding> findings, boolean heldSomewhere) {}
+  /**
+   * @param unsafeDetaches each {@code nomad volume detach} from a node that answered it still holds the
+   *     volume, with that answer's finding
+   */
+  record Result(Map<String, Object> layer, List<Finding> findings, boolean heldSomewhere,
+      Map<String, Finding> unsafeDetaches) {
+    /**
+     * An earlier finding (Nomad's layer) whose next command detaches from a node that still holds the
+     * volume, told so: Nomad's view alone (a lost allocation, say) cannot see the writer still there.
+     */
+    Finding guard(Finding f) {
+      Finding held = unsafeDetaches.get(f.next());
+      return held == null ? f : new Finding(f.code(), f.severity(), f.message() + " But that node's plugin answers"
+          + " that it still holds the volume (" + held.code() + "): do not detach yet.", held.next());
+    }
+  }
 
   private PeerLayer() {}
 
@@ -58,6 +73,7 @@ final class PeerLayer {
     } // waits for every answer; each is bounded by the call's deadline
     Map<String, Object> layer = new LinkedHashMap<>();
     List<Finding> findings = new ArrayList<>();
+    Map<String, Finding> unsafe = new LinkedHashMap<>();
     boolean held = false;
     for (Map.Entry<String, Future<NodeLayersAnswer>> e : asks.entrySet()) {
       String node = e.getKey();
@@ -73,8 +89,8 @@ final class PeerLayer {
         String reason = f.state() == Future.State.FAILED ? status(f.exceptionNow()) : f.state().toString();
         row.put("state", "did not answer: " + reason);
         findings.add(Finding.warning("peer-did-not-answer",
-            where + "'s plugin did not answer (" + reason + "; each node gets " + PeerNodes.DEADLINE.toSeconds()
-                + " s)" + claimsNote(claimsThere) + ": whether it still has " + volumeId + " staged or mounted is"
+            where + "'s plugin did not answer within " + PeerNodes.DEADLINE.toSeconds() + " s (" + reason + ")"
+                + claimsNote(claimsThere) + ": whether it still has " + volumeId + " staged or mounted is"
                 + " unknown, so a detach from it could cut a writer off.",
             "nomad node status -verbose" + nomadNode.map(n -> " " + n).orElse("") + "  # is node " + node
                 + " up, is its plugin running? Detach only once it answers, or once the node is known to be down"));
@@ -101,7 +117,7 @@ final class PeerLayer {
           String holds = String.join("; ", a.getHoldsList());
           if (nomad.isPresent() && claimsThere.isEmpty() && nomad.get().allPlaced()) {
             // Nomad unpublishes and unstages only where it has a claim: nothing will release these.
-            findings.add(Finding.error("peer-holds-without-claim",
+            addHeld(findings, unsafe, detach, nomadNode, Finding.error("peer-holds-without-claim",
                 where + " still holds " + volumeId + " (" + holds + "), but Nomad has no claim on the volume from"
                     + " that node: a leftover that Nomad will never unpublish or unstage, and a detach from the"
                     + " node now would cut a possible writer off.",
@@ -110,9 +126,14 @@ final class PeerLayer {
                     + "caravan inspect " + volumeId + "  # on node " + node + ": it names each mount there; stop"
                     + " what uses them (fuser -vm <mount>), then unmount them"));
           } else {
-            findings.add(Finding.error("peer-holds-volume",
+            // Nomad detaches a claim whose allocation it counts as stopped (lost, say) as if nothing were held.
+            boolean nomadLetsGo = !claimsThere.isEmpty()
+                && claimsThere.stream().noneMatch(c -> c.running() || c.pending());
+            addHeld(findings, unsafe, detach, nomadNode, Finding.error("peer-holds-volume",
                 where + " still holds " + volumeId + " (" + holds + ")" + claimsNote(claimsThere) + ": a detach from"
-                    + " it now would cut a possible writer off.",
+                    + " it now would cut a possible writer off"
+                    + (nomadLetsGo ? ", and Nomad, which sees no running allocation there, would let it through."
+                        : "."),
                 (a.getAllocationsCount() == 0
                     ? "caravan inspect " + volumeId + "  # on node " + node + ": stop what uses its mounts there"
                     : "nomad alloc stop " + String.join(" && nomad alloc stop ", a.getAllocationsList()))
@@ -138,7 +159,13 @@ final class PeerLayer {
           nodeId.isEmpty() ? "nomad alloc status " + sites.getFirst().allocId()
               : "nomad node status -verbose " + nodeId + "  # is the plugin's node task running there?"));
     }
-    return new Result(layer, List.copyOf(findings), held);
+    return new Result(layer, List.copyOf(findings), held, Map.copyOf(unsafe));
+  }
+
+  private static void addHeld(List<Finding> findings, Map<String, Finding> unsafe, String detach,
+      Optional<String> nomadNode, Finding f) {
+    findings.add(f);
+    nomadNode.ifPresent(n -> unsafe.put(detach + " " + n, f));
   }
 
   /**
