@@ -71,7 +71,8 @@ public final class ChainInspector {
 
   /**
    * With {@code p}, the chain has a {@code peer_nodes} layer: the other nodes it points at (the owner,
-   * the storage's holders, the nodes of Nomad's claims), asked for their own layers. Set once, after the peer endpoint (which serves {@link #ownLayers}) starts.
+   * the storage's holders, the nodes of Nomad's claims), asked for their own layers. Set once, after the
+   * peer endpoint (which serves {@link #ownLayers}) starts.
    */
   public void askPeers(PeerNodes p) {
     peers = Optional.of(p);
