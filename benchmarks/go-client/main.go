@@ -303,7 +303,12 @@ func measure(o options) (run Run, err error) {
 			return run, err
 		}
 		target := filepath.Join(parent, usage)
-		if _, err := p.node.NodePublishVolume(ctx, publishReq(target)); err != nil {
+		// Each call below gets a deadline of its own (timed): the setup's context may have run out
+		// during the minutes of the phases above.
+		if _, err := timed(func(ctx context.Context) error {
+			_, err := p.node.NodePublishVolume(ctx, publishReq(target))
+			return err
+		}); err != nil {
 			return run, fmt.Errorf("NodePublishVolume %s: %w", target, err)
 		}
 		var stats []time.Duration
@@ -314,7 +319,10 @@ func measure(o options) (run Run, err error) {
 			d, serr = timed(func(ctx context.Context) error { _, err := p.node.NodeGetVolumeStats(ctx, sr); return err })
 			keep(i, &stats, d)
 		}
-		_, uerr := p.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target})
+		_, uerr := timed(func(ctx context.Context) error {
+			_, err := p.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: volID, TargetPath: target})
+			return err
+		})
 		os.RemoveAll(filepath.Join(o.root, "per-alloc", "alloc-stats"))
 		if serr != nil {
 			return run, fmt.Errorf("NodeGetVolumeStats: %w", serr)
@@ -328,7 +336,7 @@ func measure(o options) (run Run, err error) {
 	if o.stage && p.stageCap {
 		// The volume was staged (and, the first time, formatted) above; unstage it and time the
 		// stage + unstage of an already formatted volume.
-		if _, err := p.node.NodeUnstageVolume(ctx, unstageReq()); err != nil {
+		if _, err := timed(func(ctx context.Context) error { _, err := p.node.NodeUnstageVolume(ctx, unstageReq()); return err }); err != nil {
 			return run, fmt.Errorf("NodeUnstageVolume: %w", err)
 		}
 		staged = false
