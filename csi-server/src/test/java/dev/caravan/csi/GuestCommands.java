@@ -2,6 +2,8 @@ package dev.caravan.csi;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /** The fixture commands guest tests run to set up and inspect ZFS (zpool, zfs), for every test package. */
@@ -10,14 +12,18 @@ public final class GuestCommands {
 
   /**
    * The command's standard output; "" when a {@code zfs list} finds nothing; an AssertionError naming
-   * the command and its standard error when anything else fails or it runs over 120 s.
+   * the command and its standard error when anything else fails or it runs over 120 s. The outputs go
+   * to files, not pipes, so that the time limit holds whatever the command prints or keeps open (a
+   * command that forks a daemon keeps a pipe open after it exits), and a full stderr pipe cannot stall it.
    */
   public static String run(String... command) {
+    Path out = null;
+    Path err = null;
     try {
-      Process p = new ProcessBuilder(command).start();
+      out = Files.createTempFile("guest-command", ".out");
+      err = Files.createTempFile("guest-command", ".err");
+      Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
       p.getOutputStream().close();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-      String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8).strip();
       if (!p.waitFor(120, TimeUnit.SECONDS)) {
         p.destroyForcibly();
         throw new AssertionError(String.join(" ", command) + " did not finish in 120 s");
@@ -26,14 +32,24 @@ public final class GuestCommands {
         if (command[0].equals("zfs") && command[1].equals("list")) {
           return "";
         }
-        throw new AssertionError(String.join(" ", command) + " failed: " + err);
+        throw new AssertionError(String.join(" ", command) + " failed: " + Files.readString(err, StandardCharsets.UTF_8).strip());
       }
-      return out;
+      return Files.readString(out, StandardCharsets.UTF_8).strip();
     } catch (IOException e) {
       throw new AssertionError(e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new AssertionError(e);
+    } finally {
+      for (Path f : new Path[] {out, err}) {
+        if (f != null) {
+          try {
+            Files.deleteIfExists(f);
+          } catch (IOException e) {
+            // a temporary file left behind costs nothing; the command's answer matters more
+          }
+        }
+      }
     }
   }
 }
