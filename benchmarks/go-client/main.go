@@ -7,7 +7,7 @@
 // generated from csi-server/src/main/proto/csi.proto at build time into package "caravanbench/csi".
 //
 //	go-client --endpoint unix:///path/csi.sock --root DIR [--iterations 500] [--warmup 100]
-//	          [--stage] [--label NAME] [--json FILE]
+//	          [--stage] [--probe-only] [--label NAME] [--json FILE]
 //	go-client table A.json B.json ...     # one table of several runs, side by side
 package main
 
@@ -43,6 +43,7 @@ type options struct {
 	iterations int
 	warmup     int
 	stage      bool
+	probeOnly  bool
 	label      string
 	jsonPath   string
 	capacity   int64
@@ -87,12 +88,13 @@ func main() {
 	flag.IntVar(&o.iterations, "iterations", 500, "measured cycles")
 	flag.IntVar(&o.warmup, "warmup", 100, "cycles run before measuring, not counted")
 	flag.BoolVar(&o.stage, "stage", false, "also measure NodeStageVolume + NodeUnstageVolume (when the plugin advertises them)")
+	flag.BoolVar(&o.probeOnly, "probe-only", false, "measure Probe alone: no volume is created (for profiling the transport with no other call in between)")
 	flag.StringVar(&o.label, "label", "", "name of this run in the output")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	flag.Int64Var(&o.capacity, "capacity-bytes", 64<<20, "size of the volume to create")
 	flag.StringVar(&o.fsType, "fs-type", "ext4", "fs_type of the mount capability")
 	flag.Parse()
-	if o.endpoint == "" || o.root == "" || o.iterations < 1 || o.warmup < 0 {
+	if o.endpoint == "" || (o.root == "" && !o.probeOnly) || o.iterations < 1 || o.warmup < 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -151,6 +153,21 @@ type plugin struct {
 	ctlPub   bool
 }
 
+// probes times warmup + iterations Probe calls, one at a time, and returns the last iterations.
+func (p plugin) probes(warmup, iterations int) ([]time.Duration, error) {
+	var kept []time.Duration
+	for i := 0; i < warmup+iterations; i++ {
+		d, err := timed(func(ctx context.Context) error { _, err := p.id.Probe(ctx, &csi.ProbeRequest{}); return err })
+		if err != nil {
+			return nil, fmt.Errorf("Probe: %w", err)
+		}
+		if i >= warmup {
+			kept = append(kept, d)
+		}
+	}
+	return kept, nil
+}
+
 func measure(o options) (run Run, err error) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	run = Run{Label: o.label, Endpoint: o.endpoint, Iterations: o.iterations, Warmup: o.warmup,
@@ -173,6 +190,15 @@ func measure(o options) (run Run, err error) {
 	}
 	if err := p.discover(ctx); err != nil {
 		return run, err
+	}
+	total := o.warmup + o.iterations
+	if o.probeOnly {
+		probe, err := p.probes(o.warmup, o.iterations)
+		if err != nil {
+			return run, err
+		}
+		run.Results = append(run.Results, summarize("Probe", probe))
+		return run, nil
 	}
 	abs, err := filepath.Abs(o.root)
 	if err != nil {
@@ -248,20 +274,15 @@ func measure(o options) (run Run, err error) {
 		return &csi.NodePublishVolumeRequest{VolumeId: volID, StagingTargetPath: staging, TargetPath: target,
 			VolumeCapability: capability, PublishContext: publishContext, VolumeContext: vol.GetVolumeContext()}
 	}
-	total := o.warmup + o.iterations
 	keep := func(i int, s *[]time.Duration, d time.Duration) {
 		if i >= o.warmup {
 			*s = append(*s, d)
 		}
 	}
 
-	var probe []time.Duration
-	for i := 0; i < total; i++ {
-		d, err := timed(func(ctx context.Context) error { _, err := p.id.Probe(ctx, &csi.ProbeRequest{}); return err })
-		if err != nil {
-			return run, fmt.Errorf("Probe: %w", err)
-		}
-		keep(i, &probe, d)
+	probe, err := p.probes(o.warmup, o.iterations)
+	if err != nil {
+		return run, err
 	}
 	run.Results = append(run.Results, summarize("Probe", probe))
 

@@ -86,7 +86,7 @@ public final class CsiServer implements AutoCloseable {
     EventLoopGroup boss = new EpollEventLoopGroup(1);
     EventLoopGroup workers = new EpollEventLoopGroup(2);
     RpcExecutors executors = new RpcExecutors(inline);
-    RpcLog log = RpcLog.start();
+    RpcLog log = RpcLog.start(workers);
     NettyServerBuilder builder =
         NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
             .channelType(EpollServerDomainSocketChannel.class)

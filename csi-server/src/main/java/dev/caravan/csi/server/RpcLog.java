@@ -2,10 +2,13 @@ package dev.caravan.csi.server;
 
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -21,6 +24,12 @@ import java.util.logging.Logger;
  * waiting (stderr stalled for a long time), the caller writes its own line at once, as before this
  * queue existed, rather than lose it. The writer sleeps (no timer) whenever the queue is empty; a
  * line added then wakes it.
+ *
+ * <p>A line added on an event loop wakes the writer from a task queued on that loop, not at once: the
+ * call's response is written by a flush task that {@code close} has already queued there, so the
+ * response's {@code writev} goes out first and the writer's wake-up ({@code futex}) and its work do not
+ * come between a call's answer and the client (measured with strace: the wake-up used to precede the
+ * response's write; benchmarks/README.md, issue 10's "Session 10").
  */
 final class RpcLog implements AutoCloseable {
   static final Logger LINES = Logger.getLogger("dev.caravan.csi.rpc");
@@ -37,13 +46,23 @@ final class RpcLog implements AutoCloseable {
   private volatile boolean parked;
   private volatile boolean closed;
   private final Thread writer;
+  private final Iterable<? extends EventExecutor> loops;
+  private final Runnable wake;
 
-  private RpcLog() {
+  private RpcLog(Iterable<? extends EventExecutor> loops) {
     writer = Thread.ofPlatform().name("caravan-rpc-log").daemon(true).unstarted(this::run);
+    this.loops = loops;
+    wake = () -> LockSupport.unpark(writer);
   }
 
+  /** A log whose lines are added from any thread; each wakes the writer at once. */
   static RpcLog start() {
-    RpcLog log = new RpcLog();
+    return start(List.of());
+  }
+
+  /** A log whose lines added on one of {@code loops} wake the writer after that loop's queued tasks. */
+  static RpcLog start(Iterable<? extends EventExecutor> loops) {
+    RpcLog log = new RpcLog(loops);
     log.writer.start();
     return log;
   }
@@ -59,8 +78,22 @@ final class RpcLog implements AutoCloseable {
       return;
     }
     if (parked) {
-      LockSupport.unpark(writer);
+      wakeWriter();
     }
+  }
+
+  private void wakeWriter() {
+    for (EventExecutor loop : loops) {
+      if (loop.inEventLoop()) {
+        try {
+          loop.execute(wake); // after the response's flush, which close() queued before this line was added
+          return;
+        } catch (RejectedExecutionException stopping) {
+          break; // the loop is shutting down: wake the writer now
+        }
+      }
+    }
+    wake.run();
   }
 
   private void run() {

@@ -130,6 +130,36 @@ class RpcTransportTest {
   }
 
   @Test
+  void linesOfCallsAnsweredOnTheEventLoopAreWrittenInOrderWhileTheServerRuns() throws Exception {
+    // Such a line wakes the writer from a task on the loop, after the response: it must still come
+    // promptly, while the server runs, not only from the drain at shutdown.
+    Recording service = new Recording();
+    CsiServer server = CsiServer.start(tmp.resolve("d.sock"), List.of(service, new Recording.Node(service)),
+        List.of(), CsiServer.STORAGE_READS);
+    int calls = 30;
+    List<LogRecord> records;
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(ch.channel());
+      for (int i = 0; i < calls; i++) {
+        node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId("loop-" + i).setVolumePath("/p").build());
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (lines.records().size() < calls && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      records = lines.records();
+    } finally {
+      server.shutdown(Duration.ofSeconds(1));
+    }
+    assertThat(service.threads.get("NodeGetVolumeStats")).startsWith("epollEventLoopGroup");
+    assertThat(records).hasSize(calls);
+    for (int i = 0; i < calls; i++) {
+      assertThat(records.get(i).getMessage()).matches("rpc method=NodeGetVolumeStats volume=loop-" + i + " code=OK us=\\d+");
+    }
+    assertThat(lines.threads()).containsOnly("caravan-rpc-log");
+  }
+
+  @Test
   void aFullQueueMakesTheCallerWriteItsLineNoneIsLost() throws Exception {
     CountDownLatch stalled = new CountDownLatch(1);
     Handler stall = new Handler() {
