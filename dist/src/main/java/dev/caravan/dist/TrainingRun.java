@@ -18,11 +18,14 @@ import dev.caravan.csi.v1.VolumeCapability;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -31,9 +34,11 @@ import java.util.concurrent.TimeUnit;
  * {@code -XX:AOTCacheOutput}), and {@code dist/cold-start} runs it to time a cold start. It prints the
  * milliseconds from starting the server process to the first answered Probe, then (unless
  * {@code --probe-only}) calls the identity, controller and node RPCs that need no root on the file
- * backend, and stops the server with SIGTERM, as Nomad does.
+ * backend, and stops the server with SIGTERM, as Nomad does. With {@code --thread-cpu} it also prints
+ * where the server's CPU time went by then, per JVM thread ({@code /proc/PID/task/TID/schedstat}), so a
+ * slow start can be split into the main thread's work, the JIT compilers and the rest.
  *
- * <p>{@code TrainingRun [--probe-only] SOCKET -- SERVER_COMMAND...}
+ * <p>{@code TrainingRun [--probe-only] [--thread-cpu] SOCKET -- SERVER_COMMAND...}
  */
 public final class TrainingRun {
   private static final long DEADLINE_SECONDS = 60;
@@ -43,21 +48,23 @@ public final class TrainingRun {
   public static void main(String[] args) throws IOException, InterruptedException {
     List<String> all = Arrays.asList(args);
     int dashes = all.indexOf("--");
-    boolean probeOnly = all.contains("--probe-only");
+    boolean probeOnly = all.subList(0, Math.max(dashes, 0)).contains("--probe-only");
+    boolean threadCpu = all.subList(0, Math.max(dashes, 0)).contains("--thread-cpu");
     if (dashes < 1 || dashes == all.size() - 1) {
-      System.err.println("usage: TrainingRun [--probe-only] SOCKET -- SERVER_COMMAND...");
+      System.err.println("usage: TrainingRun [--probe-only] [--thread-cpu] SOCKET -- SERVER_COMMAND...");
       System.exit(2);
     }
     Path socket = Path.of(all.get(dashes - 1));
     List<String> command = all.subList(dashes + 1, all.size());
-    System.exit(run(socket, command, probeOnly));
+    System.exit(run(socket, command, probeOnly, threadCpu));
   }
 
-  private static int run(Path socket, List<String> command, boolean probeOnly)
+  private static int run(Path socket, List<String> command, boolean probeOnly, boolean threadCpu)
       throws IOException, InterruptedException {
+    warmClient(socket);
     long start = System.nanoTime();
     Process server = new ProcessBuilder(command).inheritIO().start();
-    int status = drive(socket, server, start, probeOnly);
+    int status = drive(socket, server, start, probeOnly, threadCpu);
     server.destroy(); // SIGTERM, as Nomad stops a plugin: it drains, and the JVM writes its AOT cache on the way out
     if (!server.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
       server.destroyForcibly();
@@ -69,7 +76,8 @@ public final class TrainingRun {
     return status != 0 ? status : exit == 0 || exit == 143 ? 0 : exit;
   }
 
-  private static int drive(Path socket, Process server, long start, boolean probeOnly) throws InterruptedException {
+  private static int drive(Path socket, Process server, long start, boolean probeOnly, boolean threadCpu)
+      throws InterruptedException {
     if (!awaitSocket(socket, server, start)) {
       return 1;
     }
@@ -90,6 +98,9 @@ public final class TrainingRun {
       long cpu = server.info().totalCpuDuration().map(d -> d.toMillis()).orElse(-1L);
       System.out.printf(Locale.ROOT, "first Probe answered %d ms after start, server CPU %d ms (ready=%s)%n",
           millis, cpu, ready);
+      if (threadCpu) {
+        printThreadCpu(server.pid());
+      }
       if (!probeOnly) {
         exercise(ch);
       }
@@ -98,6 +109,49 @@ public final class TrainingRun {
       System.err.println("training run: " + e.getStatus());
       return 1;
     }
+  }
+
+  /**
+   * Makes one Probe call to a socket nobody listens on (it fails at once), so this client's gRPC, Netty
+   * and protobuf classes are loaded and its first channel built before the server starts: the time to the
+   * first Probe is then the server's, as for Nomad, whose client is already running, and not this JVM's
+   * own cold start (about 2 s on a loaded 2-CPU machine, after the server was already listening).
+   */
+  private static void warmClient(Path socket) {
+    Path nobody = socket.resolveSibling(socket.getFileName() + ".warm-up");
+    try (UnixChannel ch = new UnixChannel(nobody)) {
+      IdentityGrpc.newBlockingStub(ch.channel()).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
+          .probe(ProbeRequest.getDefaultInstance());
+    } catch (StatusRuntimeException expected) {
+      // UNAVAILABLE: nothing listens there, which is the point
+    }
+  }
+
+  /**
+   * The server's CPU time so far per thread, largest first, as {@code thread-cpu NAME MS} lines (threads
+   * of one kind, e.g. the C2 compilers, summed), from each task's schedstat (nanoseconds on the CPU). A
+   * thread that already ended is not counted.
+   */
+  private static void printThreadCpu(long pid) {
+    Map<String, Long> byName = new TreeMap<>();
+    try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc", Long.toString(pid), "task"))) {
+      for (Path task : tasks) {
+        try {
+          String name = Files.readString(task.resolve("comm")).strip().replaceAll("[0-9]+$", "#");
+          String stat = Files.readString(task.resolve("schedstat"));
+          long nanos = Long.parseLong(stat.substring(0, stat.indexOf(' ')));
+          byName.merge(name, nanos, Long::sum);
+        } catch (IOException | RuntimeException gone) {
+          // the thread ended between the listing and the read
+        }
+      }
+    } catch (IOException e) {
+      System.out.println("thread-cpu unavailable: " + e.getMessage());
+      return;
+    }
+    byName.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+        .forEach(e -> System.out.printf(Locale.ROOT, "thread-cpu %s %d%n", e.getKey().replace(' ', '_'),
+            TimeUnit.NANOSECONDS.toMillis(e.getValue())));
   }
 
   private static boolean awaitSocket(Path socket, Process server, long start) throws InterruptedException {

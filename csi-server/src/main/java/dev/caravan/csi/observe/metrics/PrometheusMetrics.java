@@ -49,6 +49,8 @@ public final class PrometheusMetrics implements Metrics {
   private final Counter fencedPublishes;
   private final Counter forcedDetaches;
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
+  /** Whether the JVM and process metrics are registered yet: at the first scrape, not at start. */
+  private boolean jvmMetrics;
 
   public PrometheusMetrics() {
     rpcTotal = Counter.builder().name("caravan_rpc_total")
@@ -77,7 +79,18 @@ public final class PrometheusMetrics implements Metrics {
         .help("ControllerUnpublishVolume calls that removed a node's attachment after that attachment had refused"
             + " another node's publish of the volume, as this instance saw since it started.")
         .labelNames("backend").register(registry);
-    JvmMetrics.builder().register(registry);
+    // JvmMetrics is not registered here: it reads the platform MXBeans (java.lang.management and its
+    // JMX machinery), about 0.2 s of a cold start's main thread before the CSI socket could open, for
+    // figures nobody asks for until the first scrape (registeredRegistry).
+  }
+
+  /** The registry, with the JVM and process metrics registered the first time it is asked for. */
+  private synchronized PrometheusRegistry registeredRegistry() {
+    if (!jvmMetrics) {
+      JvmMetrics.builder().register(registry);
+      jvmMetrics = true;
+    }
+    return registry;
   }
 
   /** Registers the scrape-time gauges: node state, per-volume usage, pools, build info. */
@@ -156,8 +169,9 @@ public final class PrometheusMetrics implements Metrics {
     }).register(registry);
   }
 
+  /** The registry (with the JVM and process metrics, registered now if no scrape did yet). */
   public PrometheusRegistry registry() {
-    return registry;
+    return registeredRegistry();
   }
 
   public String contentType() {
@@ -165,7 +179,7 @@ public final class PrometheusMetrics implements Metrics {
   }
 
   public void write(OutputStream out) throws IOException {
-    writer.write(out, registry.scrape());
+    writer.write(out, registeredRegistry().scrape());
   }
 
   @Override
