@@ -64,13 +64,19 @@ class TargetStallOnQnapGuestTest {
 
   private TestBackend.QnapTestBackend backend;
   private PluginFixture f;
+  /** Nomad, as it records this node, its controller and the allocation that uses the busy volume. */
+  private NomadScene nomad;
+  private NomadScene.Node here;
   private final List<AutoCloseable> outages = new ArrayList<>();
   private final long started = System.nanoTime();
 
   @BeforeEach
   void plugin() throws Exception {
     backend = (TestBackend.QnapTestBackend) TestBackend.qnapOnLio();
-    f = PluginFixture.start(backend);
+    nomad = new NomadScene(true);
+    here = nomad.node("client-a", backend.nodeId());
+    nomad.controllerOn(here, true);
+    f = PluginFixture.start(backend, nomad.observe());
   }
 
   @AfterEach
@@ -83,8 +89,12 @@ class TargetStallOnQnapGuestTest {
         backend.appliance(f.work).heal();
       }
     } finally {
-      if (f != null) {
-        f.close();
+      try {
+        if (f != null) {
+          f.close();
+        }
+      } finally {
+        nomad.close();
       }
     }
   }
@@ -95,15 +105,22 @@ class TargetStallOnQnapGuestTest {
     SimulatedAppliance appliance = backend.appliance(f.work);
     Volume busy = createAndPublish("busy", cap);
     Volume idle = createAndPublish("idle", cap);
+    nomad.register("busy", busy.getVolumeId());
+    String alloc = nomad.place("a1", here, java.util.Optional.empty());
     Path stagingBusy = f.dir("staging/default/busy/rw-file-system-single-node-writer");
-    Path targetBusy = f.dir("per-alloc/a1/busy").resolve("rw-file-system-single-node-writer");
+    Path targetBusy = f.dir("per-alloc/" + alloc + "/busy").resolve("rw-file-system-single-node-writer");
     Path secondTarget = f.dir("per-alloc/a2/busy").resolve("rw-file-system-single-node-writer");
     Path stagingIdle = f.dir("staging/default/idle/rw-file-system-single-node-writer");
     stage(busy, stagingBusy, cap);
     publish(busy, stagingBusy, targetBusy, cap);
     stage(idle, stagingIdle, cap);
+    nomad.claimedAndRunning(alloc);
+    String claim = "write " + alloc + " running on " + here.nomadId();
     RecordLog.Writer task = RecordLog.start(targetBusy.resolve("records"), 1);
     task.awaitDurable(FailoverConformance.BEFORE, WAIT);
+    NomadScene.Inspection before = inspect();
+    assertThat(before.findings()).as("caravan inspect before the stall: %s", before).isEmpty();
+    FailoverConformance.assertAllLayersOk(before);
     // Asked once before the stall too: the guest's JVM is slow to run code the first time, and the
     // outage must end before no_path_retry runs out.
     Wwid wwid = Wwid.of("3" + busy.getVolumeContextMap().get("naa"));
@@ -165,6 +182,24 @@ class TargetStallOnQnapGuestTest {
     Thread.sleep(500);
     assertThat(task.durable()).as("no record becomes durable while the target is stalled").isEqualTo(stuck);
     assertThat(task.failed()).as("the writer waits: dm-multipath queues its I/O").isFalse();
+    // caravan inspect: the map with no path up, by path and portal, and what to run; read from
+    // multipathd and sysfs like the stats, so it answers while the I/O queues. The volume's other
+    // layers (the LUN and its ACL on the appliance, the map, the mounts, the journal, Nomad's claim)
+    // agree.
+    NomadScene.Inspection stuckChain = inspect();
+    assertThat(stuckChain.codes()).as("caravan inspect while every path is down: %s", stuckChain)
+        .containsExactly("storage-abnormal");
+    assertThat(stuckChain.finding("storage-abnormal")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains(busy.getVolumeId())
+          .contains("no path of multipath map " + wwid.value() + " is up");
+      TestBackend.QnapTestBackend.LIO_PORTALS.forEach(p -> assertThat(x.message()).contains("through " + p + ": dm failed"));
+      assertThat(x.next()).startsWith("multipathd show paths; iscsiadm -m session -P 1  # is ")
+          .contains(String.join(" / ", TestBackend.QnapTestBackend.LIO_PORTALS));
+    });
+    FailoverConformance.assertAllLayersOk(stuckChain);
+    assertThat(stuckChain.claims()).containsExactly(claim);
+    assertThat(stuckChain.publishedTo()).contains(backend.nodeId());
 
     // The portals are back.
     long healing = System.nanoTime();
@@ -178,6 +213,10 @@ class TargetStallOnQnapGuestTest {
     Duration recovery = Duration.ofNanos(System.nanoTime() - healing);
     awaitCondition(busy, targetBusy, c -> !c.getAbnormal());
     log("the writer resumed " + recovery.toMillis() + " ms after the portals came back; every path up again");
+    NomadScene.Inspection after = inspect();
+    assertThat(after.findings()).as("caravan inspect once every path is up: %s", after).isEmpty();
+    FailoverConformance.assertAllLayersOk(after);
+    assertThat(after.claims()).containsExactly(claim);
 
     // The retried unstage converges, and its OK comes only once the work is done.
     String iqnIdle = idle.getVolumeContextMap().get("targetIqn");
@@ -275,6 +314,16 @@ class TargetStallOnQnapGuestTest {
       assertThat(System.nanoTime()).as("the volume condition to change; last: %s", c).isLessThan(deadline);
       Thread.sleep(250);
     }
+  }
+
+  /** caravan inspect of the busy volume by its Nomad id; it answers within its bound, stalled target or not. */
+  private NomadScene.Inspection inspect() throws java.io.IOException, InterruptedException {
+    long start = System.nanoTime();
+    NomadScene.Inspection chain = nomad.inspect(f);
+    Duration took = Duration.ofNanos(System.nanoTime() - start);
+    log("caravan inspect: " + chain.codes() + " in " + took.toMillis() + " ms");
+    assertThat(took).as("caravan inspect answers").isLessThan(Duration.ofSeconds(10));
+    return chain;
   }
 
   private record Timed<T>(T value, Duration took) {}
