@@ -89,7 +89,10 @@ class StorageStallOnLocalTest {
    * caller's deadline ends it (DEADLINE_EXCEEDED, never a false OK); its retry while the first still
    * waits is ABORTED or DEADLINE_EXCEEDED; Probe answers ready (the pool is ONLINE, its disk only
    * stalled). Once the disk is back, the workload resumes, the retried create returns the one zvol the first call made, every fsynced
-   * record is there, and unpublish, unstage and delete leave nothing.
+   * record is there, and unpublish, unstage and delete leave nothing. Throughout, {@code caravan inspect}
+   * (against Nomad's fake, which has the allocation running with the write claim) answers within its
+   * bound: with the pool suspended it names the pool and the commands to run ({@code storage-abnormal}),
+   * without calling the zvol it cannot read missing; before the faults and after them, no finding.
    */
   @Test
   void aSuspendedThenStalledPoolIsAnsweredWithinDeadlinesAndEverythingConverges() throws Exception {

@@ -48,6 +48,9 @@ import org.junit.jupiter.api.Test;
  * lock, so that the caller's retry is ABORTED. When the portals are back, multipathd reinstates the
  * paths, the writer resumes without having failed, the retried unstage answers OK only once the mount,
  * map, sessions and node records are gone, and every record the writer fsynced is on the target.
+ * {@code caravan inspect} of the published volume (against Nomad's fake: the task's allocation running
+ * with the write claim) answers at once throughout: with every path down it names the map, each failed
+ * path and its portal, and the commands to run ({@code storage-abnormal}); before and after, no finding.
  */
 class TargetStallOnQnapGuestTest {
   /** Nomad's deadline for a Probe (nomad-csi.md §11); also what a monitoring caller of stats gets here. */
