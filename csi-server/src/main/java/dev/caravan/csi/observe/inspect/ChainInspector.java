@@ -221,7 +221,7 @@ public final class ChainInspector {
     }
     List<String> late = new ArrayList<>();
     if (described.late()) {
-      late.add("its evidence about the volume");
+      late.add("the backend's evidence");
     }
     if (checked.map(StorageReads.Answer::late).orElse(false)) {
       late.add("the volume's health");
@@ -229,8 +229,8 @@ public final class ChainInspector {
     // A fault the storage names (above) explains its silence too: one cause, one finding.
     if (!late.isEmpty() && healthNext.isEmpty()) {
       findings.add(Finding.warning("storage-not-answering",
-          "The storage did not answer this node's read of " + String.join(" and ", late) + " (" + volumeId
-              + ") within " + waited + ": a pool whose I/O waits, a stalled disk or a late appliance. What it holds"
+          "The storage did not answer the inspector's read of " + String.join(" and ", late) + " for " + volumeId
+              + " within " + waited + ": a pool whose I/O waits, a stalled disk or a late appliance. What it holds"
               + " is unknown, not absent; calls that need it wait, and end at their deadline, until it answers.",
           backend.storageCheck()));
     } else if (backendRefusal.filter(c -> c.kind() == CsiException.Kind.UNAVAILABLE).isPresent()
