@@ -121,7 +121,7 @@ class TargetStallOnQnapGuestTest {
     String claim = "write " + alloc + " running on " + here.nomadId();
     RecordLog.Writer task = RecordLog.start(targetBusy.resolve("records"), 1);
     task.awaitDurable(FailoverConformance.BEFORE, WAIT);
-    NomadScene.Inspection before = inspect();
+    NomadScene.Inspection before = nomad.inspect(f); // also the first, slow in the guest's cold JVM: not timed
     assertThat(before.findings()).as("caravan inspect before the stall: %s", before).isEmpty();
     FailoverConformance.assertAllLayersOk(before);
     // Asked once before the stall too: the guest's JVM is slow to run code the first time, and the
@@ -325,7 +325,8 @@ class TargetStallOnQnapGuestTest {
     NomadScene.Inspection chain = nomad.inspect(f);
     Duration took = Duration.ofNanos(System.nanoTime() - start);
     log("caravan inspect: " + chain.codes() + " in " + took.toMillis() + " ms");
-    assertThat(took).as("caravan inspect answers").isLessThan(Duration.ofSeconds(10));
+    // Bounded: its storage reads wait 4 s at most; the rest takes seconds in the guest's slow JVM.
+    assertThat(took).as("caravan inspect answers").isLessThan(Duration.ofSeconds(15));
     return chain;
   }
 
