@@ -1,5 +1,6 @@
 package dev.caravan.csi;
 
+import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.observe.Json;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -33,8 +34,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * Allocation ({@code GET /v1/allocation/:alloc_id}; 404 "alloc not found"), List Job Evaluations
  * ({@code GET /v1/job/:job_id/evaluations?namespace=}; a list, empty for a job with none) and Read
  * CSI Plugin ({@code GET /v1/plugin/csi/:plugin_id}; 404 "plugin not found"; Controllers and Nodes
- * maps keyed by Nomad node id, each a CSIInfo with Healthy, HealthDescription, AllocID and for nodes
- * NodeInfo.ID, the plugin's CSI node id). Like Nomad it always requires a token (403 "Permission
+ * maps keyed by Nomad node id, each a CSIInfo with Healthy, HealthDescription, AllocID, Provider and for
+ * nodes NodeInfo, whose ID is the plugin's CSI node id: the only place Nomad's API ties a Nomad node id
+ * to a CSI one; a node without the plugin has no entry). Like Nomad it always requires a token (403 "Permission
  * denied" otherwise), and it sends 200 answers with {@code Transfer-Encoding: chunked} (as Go's
  * net/http does for bodies it streams) or with a Content-Length.
  */
@@ -223,11 +225,24 @@ public final class NomadFake implements AutoCloseable {
       info.put("Healthy", i.healthy());
       info.put("HealthDescription", i.healthy() ? "healthy" : "probe failed: connection refused");
       info.put("UpdateTime", "2026-01-31T00:00:00Z");
+      info.put("Provider", "caravan.dev");
+      info.put("ProviderVersion", "0.1.0");
       info.put("RequiresControllerPlugin", true);
       info.put("RequiresTopologies", true);
       if (node) {
-        info.put("NodeInfo", Map.of("ID", i.csiNodeId(), "MaxVolumes", 9223372036854775807L,
-            "RequiresNodeStageVolume", true));
+        // The server's CSINodeInfo: ID is NodeGetInfo's node_id from the instance's first fingerprint (the
+        // client caches it, so an unhealthy instance keeps it; empty if that fingerprint never completed),
+        // MaxVolumes its max_volumes_per_node (0 becomes max int64), AccessibleTopology its segments.
+        Map<String, Object> nodeInfo = new LinkedHashMap<>();
+        nodeInfo.put("ID", i.csiNodeId());
+        nodeInfo.put("MaxVolumes", 9223372036854775807L);
+        nodeInfo.put("AccessibleTopology", i.csiNodeId().isEmpty() ? null
+            : Map.of("Segments", Map.of(Topology.NODE_KEY, i.csiNodeId())));
+        nodeInfo.put("RequiresNodeStageVolume", true);
+        nodeInfo.put("SupportsStats", true);
+        nodeInfo.put("SupportsExpand", true);
+        nodeInfo.put("SupportsCondition", false);
+        info.put("NodeInfo", nodeInfo);
       } else {
         info.put("ControllerInfo", Map.of("SupportsReadOnlyAttach", false, "SupportsAttachDetach", true,
             "SupportsListVolumes", true, "SupportsListVolumesAttachedNodes", true));

@@ -1,6 +1,11 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.BuildInfo;
+import java.util.logging.ConsoleHandler;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -24,18 +29,27 @@ public final class Main implements Runnable {
     System.exit(new CommandLine(new Main()).execute(args));
   }
 
-  /** One line per record on stderr: time, level, logger, message. */
+  /**
+   * One line per record on stderr: time, level, logger, message. An operator's own
+   * {@code java.util.logging.SimpleFormatter.format}, or a formatter of their own in a logging config
+   * file, is kept; otherwise the console's SimpleFormatter is replaced by {@link LogLineFormatter},
+   * which makes the same text without {@code String.format}.
+   */
   static void configureLogging() {
     if (System.getProperty("java.util.logging.SimpleFormatter.format") == null) {
-      System.setProperty(
-          "java.util.logging.SimpleFormatter.format", "%1$tFT%1$tT.%1$tL %4$s %3$s %5$s%6$s%n");
+      System.setProperty("java.util.logging.SimpleFormatter.format", LogLineFormatter.PATTERN);
+      for (Handler h : Logger.getLogger("").getHandlers()) {
+        if (h instanceof ConsoleHandler && h.getFormatter() instanceof SimpleFormatter) {
+          h.setFormatter(new LogLineFormatter());
+        }
+      }
     }
     // grpc asks Netty for SO_KEEPALIVE, which unix sockets do not have; Netty warns on every connection.
-    QUIET.setLevel(java.util.logging.Level.SEVERE);
+    QUIET.setLevel(Level.SEVERE);
   }
 
-  private static final java.util.logging.Logger QUIET =
-      java.util.logging.Logger.getLogger("io.grpc.netty.shaded.io.netty.bootstrap");
+  private static final Logger QUIET =
+      Logger.getLogger("io.grpc.netty.shaded.io.netty.bootstrap");
 
   @Override
   public void run() {

@@ -4,6 +4,8 @@ import dev.caravan.csi.Plugin;
 import dev.caravan.csi.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.observe.ObserveSettings;
+import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
@@ -91,6 +93,7 @@ final class PeerCluster implements AutoCloseable {
   /** Each node's peer set, from its id and the other nodes' addresses (static by default). */
   BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets = (self, others) -> new StaticPeers(others);
   private final Storage storage;
+  private Optional<NomadClient> nomad = Optional.empty();
 
   private PeerCluster(Path work, PeerCa ca, Storage storage) {
     this.work = work;
@@ -110,8 +113,15 @@ final class PeerCluster implements AutoCloseable {
 
   static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets,
       Storage storage) throws Exception {
+    return start(reserves, peerSets, storage, Optional.empty());
+  }
+
+  /** With {@code nomad}, every node's inspector reads Nomad's task API (a plugin running as a Nomad task). */
+  static PeerCluster start(Map<String, Long> reserves, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets,
+      Storage storage, Optional<NomadClient> nomad) throws Exception {
     PeerCluster c = new PeerCluster(Files.createTempDirectory("caravan-peers-"), new PeerCa("caravan test peer CA"),
         storage);
+    c.nomad = nomad;
     for (Map.Entry<String, Long> e : reserves.entrySet()) {
       Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
       PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
@@ -150,7 +160,8 @@ final class PeerCluster implements AutoCloseable {
     Plugin.Settings base = Plugin.Settings.of(storage.driver(), socket, id, n.data());
     Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
         base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n))
-        .withAllowedRoots(List.of(work)); // a test stages and publishes below the cluster's directory
+        .withAllowedRoots(List.of(work)) // a test stages and publishes below the cluster's directory
+        .withObserve(ObserveSettings.off().withNomad(nomad));
     n.plugin = Plugin.start(settings, IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());

@@ -204,8 +204,14 @@ public final class LocalBackend implements Backend {
           LocalController.PROP_NODE, LocalController.PROP_ACCESS)) {
         p.get().get(name).map(Property::value).ifPresent(val -> props.put("zfs." + name, val));
       }
+      // Each on its own: snapshots that cannot be listed (a pool in trouble) say nothing about the
+      // device, and a device left out would read as detached.
       try {
         zfs.snapshots(v.dataset()).forEach(s -> snapshots.add(v.id() + s.substring(s.indexOf('@'))));
+      } catch (StorageException e) {
+        props.put("snapshots.error", String.valueOf(e.getMessage()));
+      }
+      try {
         device = Optional.of(zfs.zvolDevice(v.dataset(), Duration.ZERO));
       } catch (StorageException e) {
         props.put("device.error", String.valueOf(e.getMessage()));

@@ -33,7 +33,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeSet;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
@@ -77,8 +77,9 @@ public final class ChainInspector {
   }
 
   /**
-   * With {@code p}, the chain has a {@code peer_nodes} layer: the other nodes it points at, asked for
-   * their own layers. Set once, after the peer endpoint (which serves {@link #ownLayers}) starts.
+   * With {@code p}, the chain has a {@code peer_nodes} layer: the other nodes it points at (the owner,
+   * the storage's holders, the nodes of Nomad's claims), asked for their own layers. Set once, after the
+   * peer endpoint (which serves {@link #ownLayers}) starts.
    */
   public void askPeers(PeerNodes p) {
     peers = Optional.of(p);
@@ -247,7 +248,10 @@ public final class ChainInspector {
           "ls -l " + object.location().orElse(journal.dir().toString())
               + "  # then stop the allocations using the volume (nomad volume status <volume>)"));
     }
-    if (backendKnown && !object.exists() && nomadVolume.isPresent()) {
+    // A volume id that names another node as its owner lives in that node's storage (file, local): its
+    // absence from this node's storage is expected, not a deletion behind Nomad's back.
+    boolean ownedElsewhere = peers.flatMap(p -> p.owner(volumeId)).filter(o -> !o.equals(nodeId)).isPresent();
+    if (backendKnown && !object.exists() && nomadVolume.isPresent() && !ownedElsewhere) {
       NomadVolume n = nomadVolume.get();
       String status = "nomad volume status -namespace " + n.namespace() + " " + n.volumeId();
       findings.add(Finding.error("nomad-volume-not-in-storage",
@@ -443,13 +447,16 @@ public final class ChainInspector {
     Optional<PeerLayer.Result> peerResult = Optional.empty();
     Optional<PeerNodes> p = peers;
     if (!forPeer && p.isPresent()) {
-      Set<String> pointedAt = new TreeSet<>(publishedTo.orElse(List.of()));
-      p.get().owner(volumeId).ifPresent(pointedAt::add);
-      pointedAt.remove(nodeId);
-      pointedAt.remove("");
+      Map<String, List<String>> pointedAt = new TreeMap<>();
+      p.get().owner(volumeId).ifPresent(o -> pointedAt.computeIfAbsent(o, k -> new ArrayList<>())
+          .add("the volume id names it as the owner"));
+      publishedTo.orElse(List.of()).forEach(h -> pointedAt.computeIfAbsent(h, k -> new ArrayList<>())
+          .add("the storage admits it (publishedTo)"));
       String detach = ref.map(n -> "nomad volume detach -namespace " + n.namespace() + " " + n.volumeId())
           .orElse("nomad volume detach <volume>");
-      peerResult = Optional.of(PeerLayer.ask(p.get(), volumeId, pointedAt, detach));
+      // Nomad's claims name Nomad nodes; the Nomad layer maps them to CSI node ids from the plugin it read.
+      peerResult = Optional.of(PeerLayer.ask(p.get(), volumeId, pointedAt, nomadResult.claims(), nodeId, detach));
+      findings.replaceAll(peerResult.get()::guard);
       findings.addAll(peerResult.get().findings());
     }
 

@@ -48,8 +48,65 @@ final class NomadLayer {
     }
   }
 
-  /** The layer's JSON and its findings. */
-  record Result(Map<String, Object> layer, List<Finding> findings) {}
+  /**
+   * The layer's JSON and its findings; with {@code claims} when Nomad's volume was read, for asking the
+   * claims' nodes over the peer channel ({@link PeerLayer}).
+   */
+  record Result(Map<String, Object> layer, List<Finding> findings, Optional<Claims> claims) {
+    Result(Map<String, Object> layer, List<Finding> findings) {
+      this(layer, findings, Optional.empty());
+    }
+  }
+
+  /**
+   * One of Nomad's claims as the peer layer needs it: the Nomad node Nomad says it is on, and the CSI
+   * node id the plugin's node instance there reported, or why none is known.
+   *
+   * @param status the allocation's client status, and its desired one, in words
+   * @param unknownBecause empty when {@code csiNodeId} is known
+   */
+  record ClaimSite(String mode, String allocId, String clientStatus, String status, String nomadNodeId,
+      Optional<String> csiNodeId, String unknownBecause) {
+    /** Nomad's client status says the task runs: its stage and publish are done (they come first). */
+    boolean running() {
+      return clientStatus.equals("running");
+    }
+
+    /** Placed and claimed, but its stage and publish may not have run yet: holding nothing is normal. */
+    boolean pending() {
+      return clientStatus.equals("pending");
+    }
+
+    String describe() {
+      return mode + " claim of allocation " + allocId + " (" + status + ")";
+    }
+  }
+
+  /**
+   * Nomad's claims on the volume (read and write; its HTTP API shows no past claims) with the node
+   * each is on, and the plugin as Read CSI Plugin answered, for mapping CSI node ids to Nomad's.
+   */
+  record Claims(List<ClaimSite> sites, Optional<CsiPlugin> plugin) {
+    Claims {
+      sites = List.copyOf(sites);
+    }
+
+    /** The Nomad node whose plugin instance reports CSI node id {@code csiNode}, if Nomad says. */
+    Optional<String> nomadNodeOf(String csiNode) {
+      return plugin.flatMap(p -> p.nodeWithCsiId(csiNode)).map(PluginInstance::nomadNodeId)
+          .or(() -> on(csiNode).stream().map(ClaimSite::nomadNodeId).findFirst());
+    }
+
+    /** The claims on the node whose CSI node id is {@code csiNode}. */
+    List<ClaimSite> on(String csiNode) {
+      return sites.stream().filter(s -> s.csiNodeId().equals(Optional.of(csiNode))).toList();
+    }
+
+    /** Whether every claim's CSI node id is known: only then does "no claim on that node" follow. */
+    boolean allPlaced() {
+      return sites.stream().allMatch(s -> s.csiNodeId().isPresent());
+    }
+  }
 
   static Result notConsulted(String reason) {
     Map<String, Object> evidence = new LinkedHashMap<>();
@@ -190,7 +247,46 @@ final class NomadLayer {
       evidence.put("errors", errors);
     }
     String state = findings.isEmpty() ? (errors.isEmpty() ? "ok" : "partial") : "disagrees";
-    return new Result(layer(state, evidence), findings);
+    String noPlugin = v.pluginId().isEmpty() ? "Nomad's volume names no plugin"
+        : !pluginRead ? "Nomad's Read CSI Plugin of " + v.pluginId() + " failed (" + errors.get("plugin " + v.pluginId())
+            + ")"
+        : "Nomad does not know plugin " + v.pluginId();
+    List<ClaimSite> sites = claims.stream().map(c -> site(c, plugin, v.pluginId(), noPlugin)).toList();
+    return new Result(layer(state, evidence), findings, Optional.of(new Claims(sites, plugin)));
+  }
+
+  /**
+   * Where a claim is, by CSI node id. A claim names a Nomad node; Read CSI Plugin, which the inspector
+   * reads anyway for the plugin's health, lists each node instance under its Nomad node id
+   * ({@code Nodes}, a map of Node.ID to CSIInfo) with {@code NodeInfo.ID}: the node_id its NodeGetInfo
+   * returned at the instance's first fingerprint, which Nomad's client caches and keeps sending while
+   * the instance is unhealthy (and sends in ControllerPublish as the node). That is the id the node's
+   * plugin is known by in the peer set, so no other request (Read Node's CSINodePlugins holds the same
+   * CSIInfo) is needed. An instance whose first fingerprint never completed reports an empty id.
+   */
+  private static ClaimSite site(Claim c, Optional<CsiPlugin> plugin, String pluginId, String noPlugin) {
+    String node = c.nodeId();
+    Optional<String> csi = Optional.empty();
+    String why = "";
+    if (node.isEmpty()) {
+      why = "Nomad does not say which node allocation " + c.allocId() + " is on ("
+          + (c.alloc().isEmpty() && c.stub().isEmpty() ? "it is gone from Nomad" : "its allocation could not be read")
+          + ")";
+    } else if (plugin.isEmpty()) {
+      why = noPlugin + ", so the CSI node id of Nomad node " + node + " is unknown";
+    } else {
+      PluginInstance i = plugin.get().nodes().get(node);
+      if (i == null) {
+        why = "plugin " + pluginId + " has no node instance on Nomad node " + node
+            + " (it does not run there, or never passed its first health probe there)";
+      } else if (i.csiNodeId().isEmpty()) {
+        why = "plugin " + pluginId + "'s node instance on Nomad node " + node + " reports no CSI node id (its first"
+            + " fingerprint, NodeGetInfo, never completed: " + i.healthDescription() + ")";
+      } else {
+        csi = Optional.of(i.csiNodeId());
+      }
+    }
+    return new ClaimSite(c.mode(), c.allocId(), c.clientStatus(), c.status(), node, csi, why);
   }
 
   /** One claim: its mode, and what Nomad says of the allocation holding it. */
