@@ -216,8 +216,8 @@ public final class ChainInspector {
     if (healthNext.isPresent()) {
       findings.add(Finding.error("storage-abnormal",
           "The storage under " + volumeId + " on this node reports a fault of its own: " + health.get().message()
-              + ". The workload's I/O to the volume waits, or fails, until the storage is fixed; nothing on this"
-              + " node can end that wait.",
+              + ". Until it is fixed, I/O to the volume can wait or fail (a pool with failmode=wait or a multipath"
+              + " map with no path up holds it); the node's own layers do not show this.",
           healthNext.get()));
     }
     List<String> late = new ArrayList<>();
