@@ -184,6 +184,8 @@ class StorageStallOnLocalTest {
     NomadScene.Inspection stalled = inspect();
     System.out.println("  caravan inspect while the disk is stalled: " + stalled.codes() + ", backend "
         + stalled.state("backend") + ", storage health " + stalled.evidence("attachment").get("storage_health"));
+    // ZFS answers the inspector's reads from memory while its disk is stalled (so far, every layer agrees:
+    // the stall shows only in the calls' deadlines); one that had to wait on the disk would be late.
     assertThat(stalled.codes()).as("caravan inspect while the pool's disk is stalled: %s", stalled)
         .isSubsetOf("storage-not-answering");
     stalled.findings().forEach(x -> assertThat(x.next()).isEqualTo("zpool status -v " + pool.name));
