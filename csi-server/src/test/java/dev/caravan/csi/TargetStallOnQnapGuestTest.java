@@ -216,10 +216,6 @@ class TargetStallOnQnapGuestTest {
     Duration recovery = Duration.ofNanos(System.nanoTime() - healing);
     awaitCondition(busy, targetBusy, c -> !c.getAbnormal());
     log("the writer resumed " + recovery.toMillis() + " ms after the portals came back; every path up again");
-    NomadScene.Inspection after = inspect();
-    assertThat(after.findings()).as("caravan inspect once every path is up: %s", after).isEmpty();
-    FailoverConformance.assertAllLayersOk(after);
-    assertThat(after.claims()).containsExactly(claim);
 
     // The retried unstage converges, and its OK comes only once the work is done.
     String iqnIdle = idle.getVolumeContextMap().get("targetIqn");
@@ -239,6 +235,17 @@ class TargetStallOnQnapGuestTest {
     assertThat(Iscsi.system().sessions()).as("logged out").noneMatch(s -> s.target().equals(iqnIdle));
     assertThat(Iscsi.system().nodes()).as("its node records deleted").noneMatch(r -> r.target().equals(iqnIdle));
     log("the idle volume unstaged after " + retries.size() + " more retries " + retries);
+    // caravan inspect once every path is up and the node's own work is done. The guest's JVM is 10-25
+    // times slower than a host's: the appliance evidence (several API requests) has been seen to miss the
+    // inspector's 4 s while the unstage above still ran, so a late read is asked again, a few times.
+    NomadScene.Inspection after = inspect();
+    for (int again = 0; again < 3 && after.codes().equals(List.of("storage-not-answering")); again++) {
+      Thread.sleep(1000);
+      after = inspect();
+    }
+    assertThat(after.findings()).as("caravan inspect once every path is up: %s", after).isEmpty();
+    FailoverConformance.assertAllLayersOk(after);
+    assertThat(after.claims()).containsExactly(claim);
 
     // The task ends; Nomad unpublishes and unstages. Staged again, the volume shows what reached the target.
     long durable = task.stop();
