@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.TestBackend.QnapTestBackend;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
+import dev.caravan.csi.observe.inspect.Finding;
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.ProbeRequest;
@@ -15,6 +16,7 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -42,8 +44,9 @@ class ApplianceFaultsOnQnapTest {
   private final NomadScene nomad;
   private final NomadScene.Node workload;
   private NomadScene.Node controllerNode;
-  /** The allocation using the volume published before the outage. */
+  /** The allocation using the volume published before the outage, and that volume's id. */
   private String alloc;
+  private String volumeInUse;
 
   ApplianceFaultsOnQnapTest() throws IOException {
     nomad = new NomadScene(true);
@@ -89,6 +92,7 @@ class ApplianceFaultsOnQnapTest {
     f.controller.controllerPublishVolume(publish(id));
     nomad.claimedAndRunning(alloc); // the node's stage and publish are the workload node's, not this plugin's
     assertThat(appliance.acl(id)).containsExactly(WORKLOAD);
+    volumeInUse = id;
     return id;
   }
 
@@ -129,6 +133,26 @@ class ApplianceFaultsOnQnapTest {
     }
   }
 
+  /**
+   * A finding about the appliance: a warning (the published volume's I/O does not go through the API)
+   * naming the volume and {@code what} of the appliance's answer, whose next step is one request to the
+   * appliance's URL, showing its status and time.
+   */
+  private void assertStorageFinding(Finding x, String what, String consequence) throws IOException {
+    assertThat(x.severity()).isEqualTo("warning");
+    assertThat(x.message()).contains(volumeInUse).contains(what).contains(consequence).contains("unknown, not absent");
+    assertThat(x.next()).startsWith("curl -sS").contains("%{http_code}")
+        .endsWith(appliance.options(List.of(), Map.of()).get("url") + "/");
+  }
+
+  /** caravan inspect once the appliance is back (and Nomad's probe of the controller passes): every layer agrees. */
+  private void assertAgreesOnceBack() throws IOException, InterruptedException {
+    NomadScene.Inspection back = nomad.inspect(f);
+    assertThat(back.findings()).as("caravan inspect once the appliance is back: %s", back).isEmpty();
+    assertThat(List.of(back.state("backend"), back.state("nomad"))).containsExactly("ok", "ok");
+    assertThat(back.publishedTo()).as("the ACL, the workload's node: its claim's").contains(WORKLOAD);
+  }
+
   @Test
   void aSlowApplianceIsAnsweredWithinTheDeadlineAndTheRetriesConverge() throws Exception {
     start();
@@ -146,6 +170,18 @@ class ApplianceFaultsOnQnapTest {
     // Probe asks the appliance for its firmware: 2.5 s late, still inside Probe's 4 s and Nomad's 5 s.
     assertThat(probe().getReady().getValue()).as("Probe of a slow appliance").isTrue();
     assertThat(appliance.acl(inUse)).as("the published volume's ACL").containsExactly(WORKLOAD);
+    // caravan inspect: the appliance's evidence takes several requests, each 2.5 s late; the inspection
+    // answers when its 4 s bound ends, saying the storage did not answer and how to see it (Nomad,
+    // whose probes still pass, has nothing to add).
+    long inspected = System.nanoTime();
+    NomadScene.Inspection slow = nomad.inspect(f);
+    assertThat(Duration.ofNanos(System.nanoTime() - inspected)).as("caravan inspect of a slow appliance answers")
+        .isLessThan(Duration.ofSeconds(8));
+    assertThat(slow.codes()).as("caravan inspect while the appliance is 2.5 s late: %s", slow)
+        .containsExactly("storage-not-answering");
+    assertStorageFinding(slow.finding("storage-not-answering"), "did not answer", "within 4 s");
+    assertThat(slow.state("backend")).isEqualTo("unknown");
+    assertThat(slow.claims()).containsExactly("write " + alloc + " running on " + workload.nomadId());
     // Later than that, Probe says so before Nomad's 5 s run out, rather than time out.
     appliance.slow(Duration.ofMillis(4500));
     long asked = System.nanoTime();
@@ -163,6 +199,7 @@ class ApplianceFaultsOnQnapTest {
     assertThat(appliance.acl(created)).containsExactly(WORKLOAD);
     assertThat(appliance.acl(inUse)).containsExactly(WORKLOAD);
     assertThat(probe().getReady().getValue()).isTrue();
+    assertAgreesOnceBack();
     FailoverReport.record(7, "qnap", "appliance 2.5 s late on every request: creates answered DEADLINE_EXCEEDED by the"
         + " caller's deadline and their retry ABORTED or DEADLINE_EXCEEDED, never a false OK; Probe ready; the"
         + " published volume's ACL kept; once healthy the retried create found the first call's LUN (time: healthy"
@@ -185,12 +222,13 @@ class ApplianceFaultsOnQnapTest {
         .isEqualTo(Code.UNAVAILABLE);
     assertNotReady("Probe while the appliance answers 503", "HTTP 503");
     // Nomad's health probe of the controller fails as the Probe above did. caravan inspect: the
-    // appliance's silence is shown, not read as an absent volume or attachment; Nomad's layer says
+    // appliance's error is shown, not read as an absent volume or attachment; Nomad's layer says
     // no controller can publish or unpublish.
     nomad.controllerOn(controllerNode, false);
     NomadScene.Inspection outage = nomad.inspect(f);
     assertThat(outage.codes()).as("caravan inspect while the appliance answers 503: %s", outage)
-        .containsExactly("nomad-plugin-no-healthy-controller");
+        .containsExactly("storage-unavailable", "nomad-plugin-no-healthy-controller");
+    assertStorageFinding(outage.finding("storage-unavailable"), "HTTP 503", "answer UNAVAILABLE");
     assertThat(outage.finding("nomad-plugin-no-healthy-controller").next()).isEqualTo("nomad plugin status -verbose caravan");
     assertThat(outage.state("backend")).isEqualTo("unknown");
     assertThat(String.valueOf(outage.evidence("backend").get("error"))).contains("HTTP 503");
@@ -204,6 +242,11 @@ class ApplianceFaultsOnQnapTest {
         .contains("QNAP LUN list").contains("did not answer");
     assertThat(failed.took()).as("a refused connection fails at once").isLessThan(Duration.ofMillis(DEADLINE_MILLIS));
     assertNotReady("Probe while the appliance refuses connections", "did not answer");
+    NomadScene.Inspection refused = nomad.inspect(f);
+    assertThat(refused.codes()).as("caravan inspect while the appliance refuses connections: %s", refused)
+        .containsExactly("storage-unavailable", "nomad-plugin-no-healthy-controller");
+    assertStorageFinding(refused.finding("storage-unavailable"), "did not answer", "answer UNAVAILABLE");
+    assertThat(refused.state("backend")).isEqualTo("unknown");
     assertThat(appliance.luns()).as("nothing was made during the outage").containsExactly(
         SimulatedAppliance.lunName(inUse));
 
@@ -220,10 +263,7 @@ class ApplianceFaultsOnQnapTest {
     assertThat(code(() -> f.controller.controllerPublishVolume(publish(inUse)))).isEqualTo(Code.OK);
     assertThat(probe().getReady().getValue()).as("Probe once the appliance is back").isTrue();
     nomad.controllerOn(controllerNode, true);
-    NomadScene.Inspection back = nomad.inspect(f);
-    assertThat(back.findings()).as("caravan inspect once the appliance is back: %s", back).isEmpty();
-    assertThat(List.of(back.state("backend"), back.state("nomad"))).containsExactly("ok", "ok");
-    assertThat(back.publishedTo()).as("the ACL, the workload's node: its claim's").contains(WORKLOAD);
+    assertAgreesOnceBack();
     FailoverReport.record(7, "qnap", "appliance answering HTTP 503, then refusing connections: calls answered"
         + " UNAVAILABLE naming the appliance step, never a false OK; Probe not ready; the published volume's ACL kept;"
         + " once healthy the retried create and publish converged (time: healthy again to the retried create's"

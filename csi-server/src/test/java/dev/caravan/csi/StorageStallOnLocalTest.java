@@ -18,6 +18,8 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -44,9 +46,18 @@ class StorageStallOnLocalTest {
   /** For a call the stalled pool holds: short, so that its answer is the caller's deadline, not a false OK. */
   private static final long STALLED_SECONDS = 3;
 
+  /**
+   * How long a caravan inspect may take while the pool is stuck: its storage reads wait 4 s at most,
+   * and the rest (mountinfo, the journal, Nomad's API) takes seconds in the guest, where the JVM is
+   * 10-25 times slower than on a host. A read that hung would take until the pool is back.
+   */
+  private static final Duration INSPECT_BOUND = Duration.ofSeconds(15);
+
   private FaultyPool pool;
   private PluginFixture f;
   private RecordLog.Writer task;
+  /** Nomad, as it records the allocation that uses the volume (caravan inspect reads it). */
+  private NomadScene nomad;
 
   @AfterEach
   void tearDown() throws IOException, InterruptedException {
@@ -61,8 +72,14 @@ class StorageStallOnLocalTest {
         f.close();
       }
     } finally {
-      if (pool != null) {
-        pool.close();
+      try {
+        if (pool != null) {
+          pool.close();
+        }
+      } finally {
+        if (nomad != null) {
+          nomad.close();
+        }
       }
     }
   }
@@ -76,22 +93,34 @@ class StorageStallOnLocalTest {
    * caller's deadline ends it (DEADLINE_EXCEEDED, never a false OK); its retry while the first still
    * waits is ABORTED or DEADLINE_EXCEEDED; Probe answers ready (the pool is ONLINE, its disk only
    * stalled). Once the disk is back, the workload resumes, the retried create returns the one zvol the first call made, every fsynced
-   * record is there, and unpublish, unstage and delete leave nothing.
+   * record is there, and unpublish, unstage and delete leave nothing. Throughout, {@code caravan inspect}
+   * (against Nomad's fake, which has the allocation running with the write claim) answers within its
+   * bound: with the pool suspended it names the pool and the commands to run ({@code storage-abnormal}),
+   * without calling the zvol it cannot read missing; before the faults and after them, no finding.
    */
   @Test
   void aSuspendedThenStalledPoolIsAnsweredWithinDeadlinesAndEverythingConverges() throws Exception {
     TestBackend.local().assumeAvailable();
     pool = FaultyPool.create(512 * MIB);
-    f = PluginFixture.start(TestBackend.local(pool.name));
+    nomad = new NomadScene(false);
+    NomadScene.Node here = nomad.node("client-a", TestBackend.local(pool.name).nodeId());
+    f = PluginFixture.start(TestBackend.local(pool.name), nomad.observe());
     VolumeCapability cap = Caps.mount("ext4");
     String id = create(CreateVolumeRequest.newBuilder().setName("in-use").addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(64 * MIB)).build(), 120);
-    Path staging = f.dir("staging/in-use");
-    Path target = f.dir("per-alloc/a1").resolve("in-use");
+    nomad.register("in-use", id);
+    String alloc = nomad.place("a1", here, Optional.empty());
+    Path staging = f.dir("staging/" + NomadScene.NAMESPACE + "/in-use/" + FailoverConformance.USAGE);
+    Path target = f.dir("per-alloc/" + alloc + "/in-use").resolve(FailoverConformance.USAGE);
     f.stage(id, staging, cap);
     f.publish(id, staging, target, cap);
+    nomad.claimedAndRunning(alloc);
     task = RecordLog.start(target.resolve("records"), 1);
     task.awaitDurable(BEFORE, WRITES);
+    String claim = "write " + alloc + " running on " + here.nomadId();
+    NomadScene.Inspection healthy = nomad.inspect(f); // also the first, slow in a cold JVM: not timed
+    assertThat(healthy.findings()).as("caravan inspect before the faults: %s", healthy).isEmpty();
+    FailoverConformance.assertAllLayersOk(healthy);
 
     pool.failWrites();
     pool.awaitHealth("SUSPENDED", Duration.ofSeconds(60)); // the writer's next transaction group fails
@@ -117,6 +146,25 @@ class StorageStallOnLocalTest {
     assertThat(stats.getVolumeCondition().getAbnormal()).as("the volume's condition on a suspended pool").isTrue();
     assertThat(stats.getVolumeCondition().getMessage()).contains("pool " + pool.name + " is SUSPENDED");
     assertThat(task.durable()).as("the workload waits for its pool").isLessThanOrEqualTo(suspendedAt + 1);
+    // caravan inspect names the pool and what to run; the zvol ZFS cannot read now is not called
+    // missing (the backend layer is unknown or, from what ZFS still has, ok), and the stage, publish,
+    // journal and Nomad's claim agree.
+    NomadScene.Inspection stuck = inspect();
+    assertThat(stuck.codes()).as("caravan inspect while the pool is suspended: %s", stuck)
+        .containsExactly("storage-abnormal");
+    assertThat(stuck.finding("storage-abnormal")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains(id).contains("pool " + pool.name + " is SUSPENDED");
+      assertThat(x.next()).startsWith("zpool status -v " + pool.name + " ").contains("zpool clear " + pool.name);
+    });
+    assertThat(stuck.state("backend")).as("backend: %s", stuck).isIn("unknown", "ok");
+    assertThat(stuck.state("attachment")).as("attachment: %s", stuck).isIn("unverified", "ok");
+    assertThat(String.valueOf(stuck.evidence("attachment").get("storage_health")))
+        .isEqualTo("pool " + pool.name + " is SUSPENDED");
+    assertThat(List.of(stuck.mountStates("staging"), stuck.mountStates("published")))
+        .containsExactly(List.of("ok"), List.of("ok"));
+    assertThat(List.of(stuck.state("journal"), stuck.state("nomad"))).containsExactly("ok", "ok");
+    assertThat(stuck.claims()).containsExactly(claim);
 
     pool.recover();
     long cleared = System.nanoTime();
@@ -133,6 +181,15 @@ class StorageStallOnLocalTest {
     assertThat(f.identity.withDeadlineAfter(PROBE_SECONDS, TimeUnit.SECONDS).probe(ProbeRequest.getDefaultInstance())
         .getReady().getValue()).as("Probe of a stalled but ONLINE pool").isTrue();
     assertThat(stats(id, target).getVolumeCondition().getAbnormal()).as("a slow pool is no fault").isFalse();
+    NomadScene.Inspection stalled = inspect();
+    System.out.println("  caravan inspect while the disk is stalled: " + stalled.codes() + ", backend "
+        + stalled.state("backend") + ", storage health " + stalled.evidence("attachment").get("storage_health"));
+    // ZFS answers the inspector's reads from memory while its disk is stalled (so far, every layer agrees:
+    // the stall shows only in the calls' deadlines); one that had to wait on the disk would be late.
+    assertThat(stalled.codes()).as("caravan inspect while the pool's disk is stalled: %s", stalled)
+        .isSubsetOf("storage-not-answering");
+    stalled.findings().forEach(x -> assertThat(x.next()).isEqualTo("zpool status -v " + pool.name));
+    assertThat(List.of(stalled.state("journal"), stalled.state("nomad"))).containsExactly("ok", "ok");
 
     pool.recover();
     long thawed = System.nanoTime();
@@ -143,6 +200,10 @@ class StorageStallOnLocalTest {
             TestBackend.LocalTestBackend.dataset(created));
     long total = task.durable() + AFTER;
     task.awaitDurable(total, WRITES);
+    NomadScene.Inspection recovered = inspect();
+    assertThat(recovered.findings()).as("caravan inspect once the disk is back: %s", recovered).isEmpty();
+    FailoverConformance.assertAllLayersOk(recovered);
+    assertThat(recovered.claims()).containsExactly(claim);
     total = task.stop();
     task = null;
 
@@ -161,6 +222,14 @@ class StorageStallOnLocalTest {
         + " ABORTED or timed out, never a false OK; Probe ready; after the stall the retried create found the first"
         + " call's zvol and every fsynced record was there (time: the stall's end to the retried create's answer)",
         recovery);
+  }
+
+  /** caravan inspect of the volume by its Nomad id, which answers within its bound however stuck the pool is. */
+  private NomadScene.Inspection inspect() throws IOException, InterruptedException {
+    long start = System.nanoTime();
+    NomadScene.Inspection chain = nomad.inspect(f);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).as("caravan inspect answers").isLessThan(INSPECT_BOUND);
+    return chain;
   }
 
   private void assertUnavailable(String call, String why, org.junit.jupiter.api.function.Executable rpc) {

@@ -48,6 +48,9 @@ import org.junit.jupiter.api.Test;
  * lock, so that the caller's retry is ABORTED. When the portals are back, multipathd reinstates the
  * paths, the writer resumes without having failed, the retried unstage answers OK only once the mount,
  * map, sessions and node records are gone, and every record the writer fsynced is on the target.
+ * {@code caravan inspect} of the published volume (against Nomad's fake: the task's allocation running
+ * with the write claim) answers at once throughout: with every path down it names the map, each failed
+ * path and its portal, and the commands to run ({@code storage-abnormal}); before and after, no finding.
  */
 class TargetStallOnQnapGuestTest {
   /** Nomad's deadline for a Probe (nomad-csi.md §11); also what a monitoring caller of stats gets here. */
@@ -64,13 +67,19 @@ class TargetStallOnQnapGuestTest {
 
   private TestBackend.QnapTestBackend backend;
   private PluginFixture f;
+  /** Nomad, as it records this node, its controller and the allocation that uses the busy volume. */
+  private NomadScene nomad;
+  private NomadScene.Node here;
   private final List<AutoCloseable> outages = new ArrayList<>();
   private final long started = System.nanoTime();
 
   @BeforeEach
   void plugin() throws Exception {
     backend = (TestBackend.QnapTestBackend) TestBackend.qnapOnLio();
-    f = PluginFixture.start(backend);
+    nomad = new NomadScene(true);
+    here = nomad.node("client-a", backend.nodeId());
+    nomad.controllerOn(here, true);
+    f = PluginFixture.start(backend, nomad.observe());
   }
 
   @AfterEach
@@ -83,8 +92,12 @@ class TargetStallOnQnapGuestTest {
         backend.appliance(f.work).heal();
       }
     } finally {
-      if (f != null) {
-        f.close();
+      try {
+        if (f != null) {
+          f.close();
+        }
+      } finally {
+        nomad.close();
       }
     }
   }
@@ -95,15 +108,22 @@ class TargetStallOnQnapGuestTest {
     SimulatedAppliance appliance = backend.appliance(f.work);
     Volume busy = createAndPublish("busy", cap);
     Volume idle = createAndPublish("idle", cap);
+    nomad.register("busy", busy.getVolumeId());
+    String alloc = nomad.place("a1", here, java.util.Optional.empty());
     Path stagingBusy = f.dir("staging/default/busy/rw-file-system-single-node-writer");
-    Path targetBusy = f.dir("per-alloc/a1/busy").resolve("rw-file-system-single-node-writer");
+    Path targetBusy = f.dir("per-alloc/" + alloc + "/busy").resolve("rw-file-system-single-node-writer");
     Path secondTarget = f.dir("per-alloc/a2/busy").resolve("rw-file-system-single-node-writer");
     Path stagingIdle = f.dir("staging/default/idle/rw-file-system-single-node-writer");
     stage(busy, stagingBusy, cap);
     publish(busy, stagingBusy, targetBusy, cap);
     stage(idle, stagingIdle, cap);
+    nomad.claimedAndRunning(alloc);
+    String claim = "write " + alloc + " running on " + here.nomadId();
     RecordLog.Writer task = RecordLog.start(targetBusy.resolve("records"), 1);
     task.awaitDurable(FailoverConformance.BEFORE, WAIT);
+    NomadScene.Inspection before = nomad.inspect(f); // also the first, slow in the guest's cold JVM: not timed
+    assertThat(before.findings()).as("caravan inspect before the stall: %s", before).isEmpty();
+    FailoverConformance.assertAllLayersOk(before);
     // Asked once before the stall too: the guest's JVM is slow to run code the first time, and the
     // outage must end before no_path_retry runs out.
     Wwid wwid = Wwid.of("3" + busy.getVolumeContextMap().get("naa"));
@@ -165,6 +185,24 @@ class TargetStallOnQnapGuestTest {
     Thread.sleep(500);
     assertThat(task.durable()).as("no record becomes durable while the target is stalled").isEqualTo(stuck);
     assertThat(task.failed()).as("the writer waits: dm-multipath queues its I/O").isFalse();
+    // caravan inspect: the map with no path up, by path and portal, and what to run; read from
+    // multipathd and sysfs like the stats, so it answers while the I/O queues. The volume's other
+    // layers (the LUN and its ACL on the appliance, the map, the mounts, the journal, Nomad's claim)
+    // agree.
+    NomadScene.Inspection stuckChain = inspect();
+    assertThat(stuckChain.codes()).as("caravan inspect while every path is down: %s", stuckChain)
+        .containsExactly("storage-abnormal");
+    assertThat(stuckChain.finding("storage-abnormal")).satisfies(x -> {
+      assertThat(x.severity()).isEqualTo("error");
+      assertThat(x.message()).contains(busy.getVolumeId())
+          .contains("no path of multipath map " + wwid.value() + " is up");
+      TestBackend.QnapTestBackend.LIO_PORTALS.forEach(p -> assertThat(x.message()).contains("through " + p + ": dm failed"));
+      assertThat(x.next()).startsWith("multipathd show paths; iscsiadm -m session -P 1  # is ")
+          .contains(String.join(" / ", TestBackend.QnapTestBackend.LIO_PORTALS));
+    });
+    FailoverConformance.assertAllLayersOk(stuckChain);
+    assertThat(stuckChain.claims()).containsExactly(claim);
+    assertThat(stuckChain.publishedTo()).contains(backend.nodeId());
 
     // The portals are back.
     long healing = System.nanoTime();
@@ -197,6 +235,17 @@ class TargetStallOnQnapGuestTest {
     assertThat(Iscsi.system().sessions()).as("logged out").noneMatch(s -> s.target().equals(iqnIdle));
     assertThat(Iscsi.system().nodes()).as("its node records deleted").noneMatch(r -> r.target().equals(iqnIdle));
     log("the idle volume unstaged after " + retries.size() + " more retries " + retries);
+    // caravan inspect once every path is up and the node's own work is done. The guest's JVM is 10-25
+    // times slower than a host's: the appliance evidence (several API requests) has been seen to miss the
+    // inspector's 4 s while the unstage above still ran, so a late read is asked again, a few times.
+    NomadScene.Inspection after = inspect();
+    for (int again = 0; again < 3 && after.codes().equals(List.of("storage-not-answering")); again++) {
+      Thread.sleep(1000);
+      after = inspect();
+    }
+    assertThat(after.findings()).as("caravan inspect once every path is up: %s", after).isEmpty();
+    FailoverConformance.assertAllLayersOk(after);
+    assertThat(after.claims()).containsExactly(claim);
 
     // The task ends; Nomad unpublishes and unstages. Staged again, the volume shows what reached the target.
     long durable = task.stop();
@@ -275,6 +324,17 @@ class TargetStallOnQnapGuestTest {
       assertThat(System.nanoTime()).as("the volume condition to change; last: %s", c).isLessThan(deadline);
       Thread.sleep(250);
     }
+  }
+
+  /** caravan inspect of the busy volume by its Nomad id; it answers within its bound, stalled target or not. */
+  private NomadScene.Inspection inspect() throws java.io.IOException, InterruptedException {
+    long start = System.nanoTime();
+    NomadScene.Inspection chain = nomad.inspect(f);
+    Duration took = Duration.ofNanos(System.nanoTime() - start);
+    log("caravan inspect: " + chain.codes() + " in " + took.toMillis() + " ms");
+    // Bounded: its storage reads wait 4 s at most; the rest takes seconds in the guest's slow JVM.
+    assertThat(took).as("caravan inspect answers").isLessThan(Duration.ofSeconds(15));
+    return chain;
   }
 
   private record Timed<T>(T value, Duration took) {}

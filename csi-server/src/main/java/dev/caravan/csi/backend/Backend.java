@@ -32,7 +32,9 @@ public interface Backend extends AutoCloseable {
   /**
    * Read-only evidence about one volume's backing object for the claim-chain inspector. The id is of
    * this backend's form ({@link ControllerBackend#volumeId}). The default asks the controller; backends override
-   * it to show more (paths, properties, the attached device).
+   * it to show more (paths, properties, the attached device). When the storage cannot be read it throws
+   * (UNAVAILABLE, naming what did not answer) rather than report the object absent. It may block as
+   * long as the storage does; the inspector bounds the wait.
    */
   default BackendObject describe(String volumeId) {
     Optional<VolumeInfo> info = controller().findVolume(volumeId);
@@ -42,6 +44,14 @@ public interface Backend extends AutoCloseable {
         controller().listSnapshots().stream()
             .filter(s -> s.sourceVolumeId().equals(volumeId)).map(SnapshotInfo::id).toList(),
         Optional.empty());
+  }
+
+  /**
+   * The command that shows an operator the storage's own state, for when it does not answer the
+   * inspector (the next step of that finding): the pools' status, the appliance's API.
+   */
+  default String storageCheck() {
+    return "caravan doctor --driver " + driver();
   }
 
   /** The pools this backend allocates from, for the pool gauges; none by default. */

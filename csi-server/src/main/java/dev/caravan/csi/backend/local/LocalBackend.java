@@ -186,12 +186,15 @@ public final class LocalBackend implements Backend {
       props.put("owner", "node " + v.node() + " (not this node: not inspected)");
       return new BackendObject("zvol", Optional.of(v.dataset()), false, props, List.of(), Optional.empty());
     }
+    // Unread is not absent: a zvol that cannot be read (its pool suspended, where ZFS's "no such
+    // dataset" proves nothing, and find says UNAVAILABLE) is the inspector's unknown backend, never
+    // its missing zvol, which would send an operator after a volume that is there.
     Optional<DatasetProperties> p;
     try {
       p = controller.find(v.dataset());
-    } catch (StorageException | CsiException e) {
-      props.put("error", String.valueOf(e.getMessage()));
-      return new BackendObject("zvol", Optional.of(v.dataset()), false, props, List.of(), Optional.empty());
+    } catch (StorageException e) {
+      throw new CsiException(CsiException.Kind.UNAVAILABLE, "cannot read zvol " + v.dataset() + ": " + e.getMessage(),
+          e);
     }
     List<String> snapshots = new ArrayList<>();
     Optional<Path> device = Optional.empty();
@@ -201,14 +204,25 @@ public final class LocalBackend implements Backend {
           LocalController.PROP_NODE, LocalController.PROP_ACCESS)) {
         p.get().get(name).map(Property::value).ifPresent(val -> props.put("zfs." + name, val));
       }
+      // Each on its own: snapshots that cannot be listed (a pool in trouble) say nothing about the
+      // device, and a device left out would read as detached.
       try {
         zfs.snapshots(v.dataset()).forEach(s -> snapshots.add(v.id() + s.substring(s.indexOf('@'))));
+      } catch (StorageException e) {
+        props.put("snapshots.error", String.valueOf(e.getMessage()));
+      }
+      try {
         device = Optional.of(zfs.zvolDevice(v.dataset(), Duration.ZERO));
       } catch (StorageException e) {
         props.put("device.error", String.valueOf(e.getMessage()));
       }
     }
     return new BackendObject("zvol", Optional.of(v.dataset()), p.isPresent(), props, snapshots, device);
+  }
+
+  @Override
+  public String storageCheck() {
+    return "zpool status -v " + String.join(" ", config.pools());
   }
 
   @Override

@@ -579,14 +579,23 @@ final class LocalController implements ControllerBackend {
     });
   }
 
+  /**
+   * The pool's condition, as every volume in it shares it; when it is not ONLINE, with the command
+   * that shows why (the claim-chain inspector's next step).
+   */
   VolumeHealth poolHealth(String pool) {
     Optional<PoolStatus> status = zfs.pool(pool);
     if (status.isEmpty()) {
-      return VolumeHealth.abnormal("pool " + pool + " is not imported");
+      return VolumeHealth.ofStorage("pool " + pool + " is not imported",
+          "zpool import  # lists the pools that can be imported; then zpool import " + pool);
     }
     return switch (status.get().health()) {
       case ONLINE -> VolumeHealth.OK;
-      default -> VolumeHealth.abnormal("pool " + pool + " is " + status.get().health());
+      // failmode=wait: every write to the pool waits, in the kernel, until its disks answer and the
+      // operator clears the pool; nothing in the plugin can end that wait.
+      case SUSPENDED -> VolumeHealth.ofStorage("pool " + pool + " is SUSPENDED",
+          "zpool status -v " + pool + "  # fix the disk it names; once the disk answers: zpool clear " + pool);
+      default -> VolumeHealth.ofStorage("pool " + pool + " is " + status.get().health(), "zpool status -v " + pool);
     };
   }
 

@@ -55,7 +55,10 @@ final class PathHealth {
     if (!sessionless.isEmpty()) {
       message.append("; no iSCSI session through ").append(String.join(", ", sessionless));
     }
-    return VolumeHealth.abnormal(message.toString());
+    // multipathd's own view of every path, and each session's state by portal: the link or portal
+    // to look at. While no path is up, I/O to the map queues (no_path_retry) and then fails.
+    return VolumeHealth.ofStorage(message.toString(), "multipathd show paths; iscsiadm -m session -P 1  # is "
+        + String.join(" / ", lun.portals()) + " reachable from this node?");
   }
 
   /** {@code /dev/sdc (3:0:0:0) through 127.0.0.1:3260: dm failed, checker faulty, device transport-offline}. */

@@ -42,13 +42,16 @@ public final class QnapBackend implements Backend {
   private final String transport;
   private final QnapController controller;
   private final QnapNode node;
+  private final String storageCheck;
 
-  private QnapBackend(QnapApi api, Optional<Http> http, String transport, QnapController controller, QnapNode node) {
+  private QnapBackend(QnapApi api, Optional<Http> http, String transport, QnapController controller, QnapNode node,
+      String storageCheck) {
     this.api = api;
     this.node = node;
     this.http = http;
     this.transport = transport;
     this.controller = controller;
+    this.storageCheck = storageCheck;
   }
 
   public static QnapBackend open(BackendConfig backendConfig) {
@@ -65,7 +68,7 @@ public final class QnapBackend implements Backend {
           + " refused");
       NoAppliance none = new NoAppliance();
       return new QnapBackend(none, Optional.empty(), "none", new QnapController(none, config, backendConfig.nodeUsage()),
-          node);
+          node, "iscsiadm -m session -P 1; multipathd show paths");
     }
     Credentials credentials = Credentials.load(config.credentialsFile(), env);
     Http http = Http.open(config);
@@ -100,7 +103,17 @@ public final class QnapBackend implements Backend {
       default -> throw new IllegalStateException("unreachable");
     }
     return new QnapBackend(api, Optional.of(http), transport,
-        new QnapController(api, config, backendConfig.nodeUsage()), node);
+        new QnapController(api, config, backendConfig.nodeUsage()), node, applianceCheck(config));
+  }
+
+  /**
+   * One request to the appliance's management URL, as an operator would make it, showing its HTTP
+   * status and how long it took: whether the appliance answers at all, errs, or is late.
+   */
+  private static String applianceCheck(QnapConfig config) {
+    String tls = config.insecure() ? " -k" : config.caFile().map(f -> " --cacert " + f).orElse("");
+    return "curl -sS" + tls + " -o /dev/null -w '%{http_code} after %{time_total} s\\n' "
+        + config.url().map(java.net.URI::toString).orElse("<qnap.url>") + "/";
   }
 
   private static void logIface(QnapConfig config, Initiator initiator) {
@@ -148,6 +161,11 @@ public final class QnapBackend implements Backend {
       properties.put("publishedToError", e.getMessage());
     }
     return new BackendObject(base.kind(), base.location(), base.exists(), properties, base.snapshots(), device);
+  }
+
+  @Override
+  public String storageCheck() {
+    return storageCheck;
   }
 
   @Override

@@ -4,6 +4,8 @@ import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.VolumeHealth;
+import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.node.StagedVolume;
 import dev.caravan.csi.node.StagedVolume.Published;
@@ -23,6 +25,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -31,6 +34,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
@@ -38,8 +42,10 @@ import java.util.stream.Collectors;
  * The claim-chain inspector: for one volume, what this plugin can see at every layer (backend
  * object, attachment, staging mounts, publish mounts, the node journal on disk and in memory), each
  * with its state and evidence, and every disagreement as a {@link Finding}. It only reads: the
- * mount table, sysfs, the journal file, the backend's {@link Backend#describe}, and when the plugin
- * runs as a Nomad task, Nomad's HTTP API ({@link NomadLayer}). It never changes anything.
+ * mount table, sysfs, the journal file, the backend's {@link Backend#describe} and the volume's health
+ * (the storage's own condition under this node's device: a pool, multipath paths), each waited for
+ * within a bound ({@link StorageReads}) so that it answers while the storage is stuck, and when the
+ * plugin runs as a Nomad task, Nomad's HTTP API ({@link NomadLayer}). It never changes anything.
  */
 public final class ChainInspector {
   /** Mount option keys whose values are never shown (network filesystems put credentials there). */
@@ -53,6 +59,7 @@ public final class ChainInspector {
   private final Clock clock;
   private final Optional<NomadLayer> nomad;
   private volatile Optional<PeerNodes> peers = Optional.empty();
+  private final StorageReads reads = new StorageReads();
 
   public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock) {
     this(nodeId, backend, journal, usage, clock, Optional.empty());
@@ -120,17 +127,40 @@ public final class ChainInspector {
       diskError = e.getMessage();
     }
     Optional<StagedVolume> disk = readBack;
-    // The storage may not answer (an appliance away, or a node-only instance that has none): the other
-    // layers are still this node's to show, and nothing is concluded from a silence.
+    Optional<StagedVolume> record = memory.or(() -> disk);
+    // The storage may not answer (an appliance away or late, a pool whose I/O is suspended, a stalled
+    // disk, or a node-only instance that has none): the other layers are still this node's to show,
+    // and nothing is concluded from a silence. Its two reads run side by side, each bounded, since a
+    // stuck storage is when an operator inspects; a peer's answer has to come within its caller's
+    // deadline, so it waits for them half as long as that.
+    Duration bound = forPeer ? PeerNodes.DEADLINE.dividedBy(2) : StorageReads.BOUND;
+    long deadline = System.nanoTime() + bound.toNanos();
+    CompletableFuture<BackendObject> describing = reads.start("describe " + volumeId, () -> backend.describe(volumeId));
+    // The condition of the storage under this node's device (the pool, the paths), as stats report it.
+    Optional<CompletableFuture<VolumeHealth>> checking = record
+        .filter(r -> r.device().isPresent())
+        .map(r -> reads.start("health " + volumeId,
+            () -> backend.node().health(new VolumeRef(volumeId, r.context()), r.device())));
+    StorageReads.Answer<BackendObject> described = StorageReads.await(describing, deadline);
+    Optional<StorageReads.Answer<VolumeHealth>> checked = checking.map(c -> StorageReads.await(c, deadline));
+    String waited = bound.toSeconds() + " s";
     BackendObject object;
     Optional<String> backendError = Optional.empty();
-    try {
-      object = backend.describe(volumeId);
-    } catch (CsiException e) {
-      backendError = Optional.of(e.getMessage());
+    Optional<CsiException> backendRefusal = Optional.empty();
+    if (described.value().isPresent()) {
+      object = described.value().get();
+    } else {
+      if (described.error().isPresent()) {
+        if (!(described.error().get() instanceof CsiException c)) {
+          throw described.error().get();
+        }
+        backendRefusal = Optional.of(c);
+        backendError = Optional.of(c.getMessage());
+      } else {
+        backendError = Optional.of("the storage did not answer within " + waited);
+      }
       object = new BackendObject(backend.driver(), Optional.empty(), false, Map.of(), List.of(), Optional.empty());
     }
-    Optional<StagedVolume> record = memory.or(() -> disk);
     List<String> holds = new ArrayList<>();
     if (record.isPresent()) {
       holds.add("journal record " + journal.file(volumeId));
@@ -181,6 +211,36 @@ public final class ChainInspector {
     }
     boolean backendKnown = backendError.isEmpty();
     String backendState = !backendKnown ? "unknown" : object.exists() ? "ok" : "missing";
+    Optional<VolumeHealth> health = checked.flatMap(StorageReads.Answer::value);
+    Optional<String> healthNext = health.filter(VolumeHealth::abnormal).flatMap(VolumeHealth::next);
+    if (healthNext.isPresent()) {
+      findings.add(Finding.error("storage-abnormal",
+          "The storage under " + volumeId + " on this node reports a fault of its own: " + health.get().message()
+              + ". Until it is fixed, I/O to the volume can wait or fail (a pool with failmode=wait or a multipath"
+              + " map with no path up holds it); the node's own layers do not show this.",
+          healthNext.get()));
+    }
+    List<String> late = new ArrayList<>();
+    if (described.late()) {
+      late.add("the backend's evidence");
+    }
+    if (checked.map(StorageReads.Answer::late).orElse(false)) {
+      late.add("the volume's health");
+    }
+    // A fault the storage names (above) explains its silence too: one cause, one finding.
+    if (!late.isEmpty() && healthNext.isEmpty()) {
+      findings.add(Finding.warning("storage-not-answering",
+          "The storage did not answer the inspector's read of " + String.join(" and ", late) + " for " + volumeId
+              + " within " + waited + ": a pool whose I/O waits, a stalled disk or a late appliance. What it holds"
+              + " is unknown, not absent; calls that need it wait, and end at their deadline, until it answers.",
+          backend.storageCheck()));
+    } else if (backendRefusal.filter(c -> c.kind() == CsiException.Kind.UNAVAILABLE).isPresent()
+        && healthNext.isEmpty()) {
+      findings.add(Finding.warning("storage-unavailable",
+          "The storage answered no read of " + volumeId + ": " + backendRefusal.get().getMessage() + ". What it"
+              + " holds is unknown, not absent; calls that need it answer UNAVAILABLE until it answers again.",
+          backend.storageCheck()));
+    }
     if (backendKnown && !object.exists() && record.isPresent()) {
       findings.add(Finding.error("backend-object-missing",
           "The journal says " + volumeId + " is staged here, but its backing " + object.kind() + " "
@@ -230,11 +290,15 @@ public final class ChainInspector {
         try {
           majorMinor = Optional.of(BlockDevices.majorMinor(d));
           attachEvidence.put("major_minor", majorMinor.get());
-          attachEvidence.put("size_bytes", BlockDevices.size(d));
+          // From sysfs, never by opening the device: an open can wait on a device whose storage is stuck.
+          readSys(Path.of("/sys/dev/block", majorMinor.get(), "size"))
+              .ifPresent(sectors -> attachEvidence.put("size_bytes", Long.parseLong(sectors) * 512));
         } catch (RuntimeException e) {
           attachEvidence.put("error", e.getMessage());
         }
       }
+      checked.ifPresent(h -> attachEvidence.put("storage_health", h.value().map(VolumeHealth::message)
+          .or(() -> h.error().map(e -> "unread: " + e.getMessage())).orElse("did not answer within " + waited)));
       Path sys = Path.of("/sys/class/block").resolve(d.getFileName().toString());
       attachEvidence.put("holders", listNames(sys.resolve("holders")));
       readSys(sys.resolve("loop/backing_file")).ifPresent(b -> attachEvidence.put("loop_backing_file", b));
