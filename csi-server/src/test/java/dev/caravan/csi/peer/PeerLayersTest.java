@@ -19,6 +19,7 @@ import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -68,13 +69,9 @@ class PeerLayersTest {
     cluster = PeerCluster.start("a", "b");
     String vol = cluster.csi("b").createVolume(PeersTest.create("shared", "a", 32 * MIB)).getVolume().getVolumeId();
     PeerCluster.Node a = cluster.node("a");
-    Path staging = Files.createDirectories(cluster.work.resolve("a-mnt/staging/prod/db/rw"));
-    Path target = Files.createDirectories(cluster.work.resolve("a-mnt/per-alloc/" + ALLOC + "/db")).resolve("rw");
-    NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(a.channel.channel());
-    node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(vol)
-        .setStagingTargetPath(staging.toString()).setVolumeCapability(CAP).build());
-    node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
-        .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build());
+    MountedOnA mounted = mountOnA(vol, "prod");
+    Path staging = mounted.staging();
+    Path target = mounted.target();
     try {
       Chain held = inspectOnB(vol);
       Map<String, Object> row = peerRow(held, "a");
@@ -90,10 +87,7 @@ class PeerLayersTest {
           .isEqualTo("nomad alloc stop " + ALLOC + "; then detach once node a holds nothing");
       assertThat(held.toJson().get("agree")).isEqualTo(false);
     } finally {
-      node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol)
-          .setTargetPath(target.toString()).build());
-      node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).build());
+      mounted.unmount();
     }
 
     Chain released = inspectOnB(vol);
@@ -157,14 +151,7 @@ class PeerLayersTest {
       String detach = "nomad volume detach -namespace " + NS + " db ";
 
       // The writer runs on a: Nomad's claim and a's mounts agree; asked once, as owner and as the claim's node.
-      PeerCluster.Node a = cluster.node("a");
-      Path staging = Files.createDirectories(cluster.work.resolve("a-mnt/staging/default/db/rw"));
-      Path target = Files.createDirectories(cluster.work.resolve("a-mnt/per-alloc/" + ALLOC + "/db")).resolve("rw");
-      NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(a.channel.channel());
-      node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).setVolumeCapability(CAP).build());
-      node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build());
+      MountedOnA mounted = mountOnA(vol, "default");
       alloc(nomad, ALLOC, NODE_A, "a", "running", "run");
       nomad.claim(NS, "db", ALLOC, true);
       String writer = "write claim of allocation " + ALLOC + " (running (desired run))";
@@ -203,10 +190,7 @@ class PeerLayersTest {
           + "caravan inspect " + vol + "  # on node a: it names each mount there; stop what uses them (fuser -vm"
           + " <mount>), then unmount them");
 
-      node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol)
-          .setTargetPath(target.toString()).build());
-      node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(vol)
-          .setStagingTargetPath(staging.toString()).build());
+      mounted.unmount();
 
       // Nomad says the writer runs on a, whose plugin holds nothing: the task runs without its volume.
       alloc(nomad, ALLOC, NODE_A, "a", "running", "run");
@@ -272,6 +256,28 @@ class PeerLayersTest {
       // Nomad's own layer says the same of the three claim nodes: the plugin is not healthy there.
       assertThat(unasked.findings()).filteredOn(f -> f.code().equals("nomad-plugin-node-unhealthy")).hasSize(3);
     }
+  }
+
+  /** A volume staged and published on node a for {@link #ALLOC}, as Nomad's calls leave it. */
+  private record MountedOnA(String vol, Path staging, Path target, NodeGrpc.NodeBlockingStub node) {
+    void unmount() {
+      node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(vol)
+          .setTargetPath(target.toString()).build());
+      node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(vol)
+          .setStagingTargetPath(staging.toString()).build());
+    }
+  }
+
+  /** Stages {@code vol} on node a under {@code staging/<namespace>/db/rw} and publishes it for ALLOC. */
+  private MountedOnA mountOnA(String vol, String namespace) throws IOException {
+    Path staging = Files.createDirectories(cluster.work.resolve("a-mnt/staging/" + namespace + "/db/rw"));
+    Path target = Files.createDirectories(cluster.work.resolve("a-mnt/per-alloc/" + ALLOC + "/db")).resolve("rw");
+    NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(cluster.node("a").channel.channel());
+    node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(vol)
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(CAP).build());
+    node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(vol)
+        .setStagingTargetPath(staging.toString()).setTargetPath(target.toString()).setVolumeCapability(CAP).build());
+    return new MountedOnA(vol, staging, target, node);
   }
 
   private static void alloc(NomadFake nomad, String id, String nodeId, String nodeName, String client, String desired) {
