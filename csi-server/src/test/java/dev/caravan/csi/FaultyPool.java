@@ -2,11 +2,9 @@ package dev.caravan.csi;
 
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A ZFS pool of its own whose disk a test stalls or fails: a device-mapper device over a loop
@@ -15,8 +13,8 @@ import java.util.concurrent.TimeUnit;
  * failmode=wait}, ZFS's default: when writes fail the pool suspends its I/O, and everything that
  * writes to it waits until {@code zpool clear}.
  *
- * <p>Commands run with a bound and their output in files: a command that waits on a stuck pool must
- * fail the test, not hang it.
+ * <p>Commands run with a bound ({@link GuestCommands#run(Duration, String...)}): a command that waits
+ * on a stuck pool must fail the test, not hang it.
  */
 final class FaultyPool implements AutoCloseable {
   private static final Duration COMMAND_BOUND = Duration.ofSeconds(60);
@@ -108,30 +106,6 @@ final class FaultyPool implements AutoCloseable {
 
   /** The command's standard output; an AssertionError naming it when it fails or is still running after a minute. */
   private static String run(String... command) {
-    try {
-      Path out = Files.createTempFile("faulty-pool-", ".out");
-      Path err = Files.createTempFile("faulty-pool-", ".err");
-      try {
-        Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-        p.getOutputStream().close();
-        if (!p.waitFor(COMMAND_BOUND.toSeconds(), TimeUnit.SECONDS)) {
-          throw new AssertionError(String.join(" ", command) + " still runs after " + COMMAND_BOUND
-              + " (a pool stuck for good?)");
-        }
-        if (p.exitValue() != 0) {
-          throw new AssertionError(String.join(" ", command) + " failed: "
-              + Files.readString(err, StandardCharsets.UTF_8).strip());
-        }
-        return Files.readString(out, StandardCharsets.UTF_8).strip();
-      } finally {
-        Files.deleteIfExists(out);
-        Files.deleteIfExists(err);
-      }
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
+    return GuestCommands.run(COMMAND_BOUND, command);
   }
 }

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /** The fixture commands guest tests run to set up and inspect ZFS (zpool, zfs), for every test package. */
@@ -17,6 +18,11 @@ public final class GuestCommands {
    * command that forks a daemon keeps a pipe open after it exits), and a full stderr pipe cannot stall it.
    */
   public static String run(String... command) {
+    return run(Duration.ofMinutes(2), command);
+  }
+
+  /** As {@link #run(String...)}, with {@code bound} instead of two minutes. */
+  public static String run(Duration bound, String... command) {
     Path out = null;
     Path err = null;
     try {
@@ -24,9 +30,9 @@ public final class GuestCommands {
       err = Files.createTempFile("guest-command", ".err");
       Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
       p.getOutputStream().close();
-      if (!p.waitFor(120, TimeUnit.SECONDS)) {
+      if (!p.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS)) {
         p.destroyForcibly();
-        throw new AssertionError(String.join(" ", command) + " did not finish in 120 s");
+        throw new AssertionError(String.join(" ", command) + " did not finish in " + bound.toSeconds() + " s");
       }
       if (p.exitValue() != 0) {
         if (command[0].equals("zfs") && command[1].equals("list")) {
