@@ -641,6 +641,11 @@ public final class NodeEngine {
         findings.add("volume " + v.volumeId() + ": " + h.message());
       }
     }
+    for (NodeJournal.Unreadable u : journal.unreadable()) {
+      findings.add("volume " + u.volumeId() + ": its journal record " + u.file() + " cannot be read; " + (u.stale()
+          ? "it was written before this boot, so nothing it describes exists; kept for a person to look at"
+          : "kept, and the volume counts as in use on this node until the file is moved away"));
+    }
     return findings;
   }
 
