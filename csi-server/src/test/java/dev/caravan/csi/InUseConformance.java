@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
  * journal still records it, cannot read its record, or has lost the record altogether.
  */
 abstract class InUseConformance {
-  private PluginFixture f;
+  PluginFixture f;
 
   abstract TestBackend backend();
 

@@ -12,6 +12,7 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.DeviceInUseException;
 import dev.caravan.storage.fs.FormatOutcome;
 import dev.caravan.storage.fs.FsStats;
 import dev.caravan.storage.fs.FsType;
@@ -737,6 +738,11 @@ public final class NodeEngine {
   }
 
   private static RuntimeException translate(RuntimeException e) {
+    if (e instanceof DeviceInUseException d) {
+      // A detach refused: something the journal does not record (a bind made by hand, or by a plugin
+      // whose record is gone) still uses the device.
+      return CsiException.failedPrecondition(d.getMessage() + "; undo that use first");
+    }
     if (e instanceof MountConflictException m) {
       return CsiException.alreadyExists(
           m.target() + " already has " + m.existingSource() + " mounted; not mounting over it");
