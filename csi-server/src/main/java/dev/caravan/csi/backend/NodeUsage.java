@@ -28,15 +28,32 @@ public interface NodeUsage {
    * @param device the device attached for it, once known
    * @param stagingPaths where it is staged (or being staged)
    * @param targets where it is published
+   * @param unreadableRecord its journal record, when that cannot be read: what it recorded is
+   *     unknown, so the volume counts as in use (the other fields are then empty)
    */
-  record Use(AccessType accessType, Optional<Path> device, List<Path> stagingPaths, List<Path> targets) {
+  record Use(AccessType accessType, Optional<Path> device, List<Path> stagingPaths, List<Path> targets,
+      Optional<Path> unreadableRecord) {
     public Use {
       stagingPaths = List.copyOf(stagingPaths);
       targets = List.copyOf(targets);
     }
 
+    public Use(AccessType accessType, Optional<Path> device, List<Path> stagingPaths, List<Path> targets) {
+      this(accessType, device, stagingPaths, targets, Optional.empty());
+    }
+
+    /** A volume whose journal record {@code file} cannot be read. */
+    public static Use unreadableRecord(Path file) {
+      return new Use(AccessType.MOUNT, Optional.empty(), List.of(), List.of(), Optional.of(file));
+    }
+
     /** E.g. "staged for block access at [/a] and published at [/b]", for error messages. */
     public String describe() {
+      if (unreadableRecord.isPresent()) {
+        return "its node journal record " + unreadableRecord.get() + " cannot be read, so whether it is still"
+            + " staged or published here is unknown; once nothing of it is staged or published on this node, move"
+            + " that file out of the journal directory";
+      }
       List<String> parts = new ArrayList<>();
       String how = accessType == AccessType.BLOCK ? "block access" : "mount access";
       parts.add(stagingPaths.isEmpty() ? "recorded for " + how : "staged for " + how + " at " + stagingPaths);

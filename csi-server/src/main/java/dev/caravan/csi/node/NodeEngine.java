@@ -12,6 +12,7 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.DeviceInUseException;
 import dev.caravan.storage.fs.FormatOutcome;
 import dev.caravan.storage.fs.FsStats;
 import dev.caravan.storage.fs.FsType;
@@ -641,6 +642,11 @@ public final class NodeEngine {
         findings.add("volume " + v.volumeId() + ": " + h.message());
       }
     }
+    for (NodeJournal.Unreadable u : journal.unreadable()) {
+      findings.add("volume " + u.volumeId() + ": its journal record " + u.file() + " cannot be read; " + (u.stale()
+          ? "it was written before this boot, so nothing it describes exists; kept for a person to look at"
+          : "kept, and the volume counts as in use on this node until the file is moved away"));
+    }
     return findings;
   }
 
@@ -732,6 +738,11 @@ public final class NodeEngine {
   }
 
   private static RuntimeException translate(RuntimeException e) {
+    if (e instanceof DeviceInUseException d) {
+      // A detach refused: something the journal does not record (a bind made by hand, or by a plugin
+      // whose record is gone) still uses the device.
+      return CsiException.failedPrecondition(d.getMessage() + "; undo that use first");
+    }
     if (e instanceof MountConflictException m) {
       return CsiException.alreadyExists(
           m.target() + " already has " + m.existingSource() + " mounted; not mounting over it");

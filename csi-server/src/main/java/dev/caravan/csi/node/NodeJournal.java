@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -31,8 +32,12 @@ import java.util.stream.Stream;
  * survives a plugin crash: small properties files, one current record per volume, without fsync.
  * That is enough: the page cache survives a plugin crash, kill or upgrade, which is what the journal
  * is for, while a power loss or kernel crash also removes every mount and loop device a record
- * describes. A record torn by such a crash (empty, truncated or garbled) is therefore read as
- * absent, with a warning. The node engine writes a record <em>before</em> it changes the host
+ * describes. A record that cannot be read (empty, truncated, garbled, or naming another volume than
+ * its file does) is never removed and never overwritten by the plugin: it may describe a stage or
+ * publish that still exists, so the volume its file name names counts as in use ({@link #usage()})
+ * until an operator moves the file away, unless the file was last written before this boot (then
+ * every mount and device it could describe went with the reboot). {@code caravan inspect} names it.
+ * The node engine writes a record <em>before</em> it changes the host
  * (intent first) and trims it after undoing a change, so a crash at any point leaves a record that
  * covers everything that may exist. Read once at start and reconciled with the mount table by
  * {@link NodeEngine#reconcile()}; afterwards the in-memory copy is authoritative (calls for one volume
@@ -60,6 +65,18 @@ public final class NodeJournal {
   private final Map<String, StagedVolume> entries = new ConcurrentHashMap<>();
   /** Per volume id: its newest generation on disk and every file of it there, newest last. */
   private final Map<String, RecordFiles> files = new ConcurrentHashMap<>();
+  /** Per volume id (from the file name): its record files that cannot be read, newest last. */
+  private final Map<String, RecordFiles> unreadable = new ConcurrentHashMap<>();
+  private final Instant bootTime;
+
+  /**
+   * A record file that cannot be read, kept as it is.
+   *
+   * @param volumeId the volume its file name names
+   * @param bytes its size; -1 when it cannot even be looked at
+   * @param stale last written before this boot: nothing it describes can exist any more
+   */
+  public record Unreadable(String volumeId, Path file, long bytes, boolean stale) {}
 
   /** The files of one volume's record: the newest generation number and the files, newest last. */
   private record RecordFiles(long generation, List<Path> paths) {
@@ -92,12 +109,18 @@ public final class NodeJournal {
     }
   }
 
-  private NodeJournal(Path dir) {
+  private NodeJournal(Path dir, Instant bootTime) {
     this.dir = dir;
+    this.bootTime = bootTime;
   }
 
   public static NodeJournal open(Path dir) {
-    NodeJournal journal = new NodeJournal(dir);
+    return open(dir, BootTime.get());
+  }
+
+  /** As {@link #open(Path)}, with records last written before {@code bootTime} counted as stale. */
+  static NodeJournal open(Path dir, Instant bootTime) {
+    NodeJournal journal = new NodeJournal(dir, bootTime);
     try {
       Files.createDirectories(dir);
       Map<String, NavigableMap<Long, Path>> byVolume = new HashMap<>();
@@ -122,27 +145,45 @@ public final class NodeJournal {
     return journal;
   }
 
-  /** Loads the newest generation of one volume's record; removes the older ones it supersedes. */
+  /**
+   * Loads the newest generation of one volume's record and removes the older readable ones it
+   * supersedes (left by a crash between a write and its unlink). A generation that cannot be read
+   * is kept, and remembered; when the newest cannot be read, nothing of the volume is loaded.
+   */
   private void load(String encodedId, NavigableMap<Long, Path> generations) throws IOException {
     Map.Entry<Long, Path> newest = generations.lastEntry();
-    Path f = newest.getValue();
-    byte[] bytes = Files.readAllBytes(f);
-    Optional<StagedVolume> v = parse(bytes).filter(r -> stem(r.volumeId()).equals(encodedId));
+    Optional<StagedVolume> v = read(encodedId, newest.getValue());
+    List<Path> unread = new ArrayList<>();
     if (v.isEmpty()) {
-      LOG.log(System.Logger.Level.WARNING,
-          "ignoring the unreadable node journal record " + f + " (" + bytes.length + " bytes): torn by a power"
-              + " loss or kernel crash, which also removed the mounts and devices it described");
-      // left in place for a person to look at; the next write of this volume's record removes them
-      // (unless a readable record of the volume is under its canonical name: a name no plugin wrote,
-      // like an escape of a plain character, must not make that record's files forgotten)
-      files.putIfAbsent(idOf(encodedId), new RecordFiles(newest.getKey(), List.copyOf(generations.values())));
-      return;
+      unread.addAll(generations.values());
+    } else {
+      for (Path older : generations.headMap(newest.getKey()).values()) {
+        if (read(encodedId, older).isPresent()) {
+          Files.deleteIfExists(older); // superseded
+        } else {
+          unread.add(older);
+        }
+      }
+      files.put(v.get().volumeId(), new RecordFiles(newest.getKey(), List.of(newest.getValue())));
+      entries.put(v.get().volumeId(), v.get());
     }
-    for (Path older : generations.headMap(newest.getKey()).values()) {
-      Files.deleteIfExists(older); // superseded: a crash came between a write and its unlink
+    if (!unread.isEmpty()) {
+      String id = v.map(StagedVolume::volumeId).orElseGet(() -> idOf(encodedId));
+      for (Path f : unread) {
+        LOG.log(System.Logger.Level.WARNING,
+            "the node journal record " + f + " cannot be read; kept, and volume " + id + " counts as in use on"
+                + " this node until the file is moved away (caravan inspect " + id + " says more)");
+      }
+      // two spellings of one id (an escape of a plain character, which no plugin writes) share an entry
+      unreadable.merge(id, new RecordFiles(newest.getKey(), unread),
+          (a, b) -> new RecordFiles(Math.max(a.generation(), b.generation()),
+              Stream.concat(a.paths().stream(), b.paths().stream()).toList()));
     }
-    files.put(v.get().volumeId(), new RecordFiles(newest.getKey(), List.of(f)));
-    entries.put(v.get().volumeId(), v.get());
+  }
+
+  /** The record in file {@code f}, if it can be read and names the volume its file name names. */
+  private static Optional<StagedVolume> read(String encodedId, Path f) throws IOException {
+    return parse(Files.readAllBytes(f)).filter(r -> stem(r.volumeId()).equals(encodedId));
   }
 
   /** The record in {@code bytes}; empty when it is empty, truncated or garbled. */
@@ -163,10 +204,47 @@ public final class NodeJournal {
     return Optional.ofNullable(entries.get(volumeId));
   }
 
-  /** This journal's records as the backends see them: what this node has staged and published. */
+  /**
+   * This journal's records as the backends see them: what this node has staged and published, and
+   * for a volume whose record cannot be read (and is not stale), that record.
+   */
   public NodeUsage usage() {
-    return volumeId -> get(volumeId).map(v -> new NodeUsage.Use(
-        v.accessType(), v.device(), v.stagingPaths(), v.targets().stream().map(Published::target).toList()));
+    return volumeId -> get(volumeId)
+        .map(v -> new NodeUsage.Use(
+            v.accessType(), v.device(), v.stagingPaths(), v.targets().stream().map(Published::target).toList()))
+        .or(() -> unreadable(volumeId).stream().filter(u -> !u.stale()).findFirst()
+            .map(u -> NodeUsage.Use.unreadableRecord(u.file())));
+  }
+
+  /**
+   * The volume's record files that cannot be read and are still there (an operator may have moved
+   * them away since), newest first.
+   */
+  public List<Unreadable> unreadable(String volumeId) {
+    RecordFiles f = unreadable.get(volumeId);
+    return f == null ? List.of() : describe(volumeId, f);
+  }
+
+  /** Every record file that cannot be read and is still there. */
+  public List<Unreadable> unreadable() {
+    List<Unreadable> all = new ArrayList<>();
+    unreadable.forEach((id, f) -> all.addAll(describe(id, f)));
+    return all;
+  }
+
+  private List<Unreadable> describe(String volumeId, RecordFiles f) {
+    List<Unreadable> found = new ArrayList<>();
+    for (Path p : f.paths().reversed()) {
+      try {
+        boolean stale = Files.getLastModifiedTime(p).toInstant().isBefore(bootTime);
+        found.add(new Unreadable(volumeId, p, Files.size(p), stale));
+      } catch (NoSuchFileException e) {
+        // moved away: decided
+      } catch (IOException e) {
+        found.add(new Unreadable(volumeId, p, -1, false)); // cannot even be looked at: still in use
+      }
+    }
+    return found;
   }
 
   public Collection<StagedVolume> all() {
@@ -181,7 +259,9 @@ public final class NodeJournal {
   public void put(StagedVolume v) {
     String id = v.volumeId();
     RecordFiles before = files.get(id);
-    long generation = before == null ? 1 : before.generation() + 1;
+    RecordFiles kept = unreadable.get(id);
+    // past every generation on disk: a name an unreadable record holds is never written over
+    long generation = Math.max(before == null ? 0 : before.generation(), kept == null ? 0 : kept.generation()) + 1;
     Path next = file(id, generation);
     AtomicFiles.replace(next, encode(v)); // onto a name that does not exist: nothing is replaced
     files.put(id, new RecordFiles(generation, List.of(next)));
@@ -229,7 +309,11 @@ public final class NodeJournal {
    */
   public Path file(String volumeId) {
     RecordFiles f = files.get(volumeId);
-    return f == null ? file(volumeId, 1) : f.current();
+    if (f != null) {
+      return f.current();
+    }
+    RecordFiles kept = unreadable.get(volumeId);
+    return file(volumeId, kept == null ? 1 : kept.generation() + 1);
   }
 
   private Path file(String volumeId, long generation) {

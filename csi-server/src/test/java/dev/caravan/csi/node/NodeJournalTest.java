@@ -7,6 +7,7 @@ import dev.caravan.csi.node.StagedVolume.Published;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -74,7 +75,7 @@ class NodeJournalTest {
   }
 
   @Test
-  void tornRecordsAreAbsentWithAWarningNamingTheFile() throws Exception {
+  void unreadableRecordsAreKeptWithAWarningNamingTheFileAndTheirVolumesCountAsInUse() throws Exception {
     NodeJournal journal = NodeJournal.open(dir);
     for (String id : List.of("good", "empty", "truncated", "garbled", "zeros")) {
       journal.put(volume(id));
@@ -99,10 +100,55 @@ class NodeJournalTest {
         .anySatisfy(m -> assertThat(m).contains(journal.file("garbled").toString()))
         .anySatisfy(m -> assertThat(m).contains(journal.file("zeros").toString()));
     assertThat(temp).doesNotExist();
+    for (String id : List.of("empty", "truncated", "garbled", "zeros")) {
+      Path file = journal.file(id);
+      assertThat(file).exists();
+      assertThat(reopened.unreadable(id)).extracting(NodeJournal.Unreadable::file).containsExactly(file);
+      assertThat(reopened.usage().of(id)).hasValueSatisfying(use -> {
+        assertThat(use.unreadableRecord()).contains(file);
+        assertThat(use.describe()).contains(file.toString());
+      });
+    }
 
-    // the torn records can be written again
+    // the volume can be staged again; its unreadable record is neither overwritten nor removed
+    Path unreadable = journal.file("truncated");
+    byte[] torn = Files.readAllBytes(unreadable);
     reopened.put(volume("truncated"));
-    assertThat(NodeJournal.open(dir).get("truncated")).contains(volume("truncated"));
+    assertThat(reopened.file("truncated")).isNotEqualTo(unreadable);
+    reopened.remove("truncated");
+    reopened.put(volume("truncated"));
+    assertThat(Files.readAllBytes(unreadable)).isEqualTo(torn);
+    NodeJournal again = NodeJournal.open(dir);
+    assertThat(again.get("truncated")).contains(volume("truncated"));
+    assertThat(again.unreadable("truncated")).extracting(NodeJournal.Unreadable::file).containsExactly(unreadable);
+  }
+
+  @Test
+  void anOperatorMovingTheFileAwayDecides() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    journal.put(volume("a"));
+    Path file = journal.file("a");
+    Files.write(file, new byte[0]);
+    NodeJournal reopened = NodeJournal.open(dir);
+    assertThat(reopened.usage().of("a")).isPresent();
+
+    Files.move(file, dir.resolve(file.getFileName() + ".set-aside")); // a name the journal does not read
+
+    assertThat(reopened.usage().of("a")).isEmpty();
+    assertThat(reopened.unreadable()).isEmpty();
+  }
+
+  @Test
+  void anUnreadableRecordWrittenBeforeThisBootIsStaleAndNotInUse() throws Exception {
+    NodeJournal journal = NodeJournal.open(dir);
+    journal.put(volume("a"));
+    Files.write(journal.file("a"), new byte[0]);
+
+    NodeJournal afterReboot = NodeJournal.open(dir, Instant.now().plusSeconds(3600));
+
+    assertThat(afterReboot.unreadable("a")).singleElement().satisfies(u -> assertThat(u.stale()).isTrue());
+    assertThat(afterReboot.usage().of("a")).isEmpty();
+    assertThat(journal.file("a")).exists();
   }
 
   @Test
@@ -114,8 +160,9 @@ class NodeJournalTest {
     assertThat(NodeJournal.open(dir).all()).containsExactly(volume("a"));
     assertThat(warnings).singleElement().satisfies(r -> assertThat(r.getMessage()).contains(journal.file("b").toString()));
     try (Stream<Path> files = Files.list(dir)) {
-      assertThat(files).hasSize(2); // left in place for a person to look at; the next put replaces it
+      assertThat(files).hasSize(2); // left in place for a person to look at
     }
+    assertThat(NodeJournal.open(dir).usage().of("b")).isPresent();
   }
 
   private List<String> names() throws Exception {

@@ -132,6 +132,7 @@ public final class LoopDevices {
       if (!backs(device, file)) {
         return false;
       }
+      DeviceInUseException.requireUnused(device, "detaching " + device + " from " + file);
       try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
         Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
         return true;
@@ -183,8 +184,12 @@ public final class LoopDevices {
   /**
    * Detaches the device ({@code LOOP_CLR_FD}). A device that is no longer attached to this device's
    * backing file (already detached, perhaps since reused for another file) is left alone: that is
-   * success. While the device is still open elsewhere (mounted, say) the kernel defers the detach
-   * to the last close.
+   * success. A device in use as {@link DeviceUse} defines it (mounted, its node bound at a target,
+   * held, opened exclusively) is refused: a bind of its node holds no reference the kernel would wait
+   * for, so a detach would pull the device from under a block publish. Another plain open (udev, a
+   * monitoring tool) makes the kernel defer the detach to the last close.
+   *
+   * @throws DeviceInUseException when the device is in use, nothing detached
    */
   public static void detach(LoopDevice device) {
     for (int attempt = 1; ; attempt++) {
@@ -194,6 +199,8 @@ public final class LoopDevices {
               .equals(withoutDeleted(device.backingFile().toString()))) {
         return;
       }
+      DeviceInUseException.requireUnused(
+          device.device(), "detaching " + device.device() + " from " + device.backingFile());
       try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
         Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
         return;

@@ -1,5 +1,6 @@
 package dev.caravan.storage.iscsi;
 
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.internal.sys.Sysfs;
 import dev.caravan.storage.mount.MountEntry;
@@ -14,8 +15,8 @@ import java.util.Set;
 /**
  * What uses a session's SCSI disks, read from sysfs ({@code /sys/block/<disk>}: {@code dev}, {@code
  * holders}, partitions) and a mount table: a mount of the disk or one of its partitions, a bind mount
- * of its device node (how block volumes are published), anything stacked on it, and the same for a
- * multipath map over it. A multipath map nothing uses is not a user: it is reported as idle, to be
+ * of its device node (how block volumes are published; both as {@link DeviceUse} matches them),
+ * anything stacked on it, and the same for a multipath map over it. A multipath map nothing uses is not a user: it is reported as idle, to be
  * flushed before the logout (device-mapper itself refuses to remove a map a process holds open).
  *
  * <p>Only the mounts of the table given are seen: this process's mount namespace.
@@ -83,18 +84,18 @@ final class DiskUsage {
     return new Usage(users, List.copyOf(idle));
   }
 
-  /** Mounts of the device {@code name} and bind mounts of its device node. */
+  /**
+   * Mounts of the device {@code name} and bind mounts of its device node, as {@link DeviceUse}
+   * defines them, each prefixed with the device's name.
+   */
   private List<String> direct(String name, Path dir) {
-    List<String> users = new ArrayList<>();
     Optional<String> dev = Sysfs.attribute(dir.resolve("dev"));
-    for (MountEntry m : mounts) {
-      if (dev.isPresent() && m.majorMinor().equals(dev.get())) {
-        users.add(name + " mounted at " + m.mountPoint());
-      } else if (m.fsType().equals("devtmpfs") && m.root().equals("/" + name)) {
-        users.add("/dev/" + name + " bind-mounted at " + m.mountPoint());
-      }
+    if (dev.isEmpty()) {
+      return List.of(); // gone as we looked
     }
-    return users;
+    return DeviceUse.mountsAndBinds(name, dev.get(), mounts, DeviceUse::nodeAt).stream()
+        .map(use -> name + " " + use)
+        .toList();
   }
 
   /** The WWID of the multipath map {@code dm-N}; empty for any other device. */

@@ -4,7 +4,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.Wwid;
 import java.util.List;
 
-/** A multipath map was not flushed because something still uses it: a mount or a holder. */
+/** A multipath map was not flushed because something still uses it (see {@link dev.caravan.storage.block.DeviceUse}). */
 public final class MapInUseException extends StorageException {
   private static final long serialVersionUID = 1L;
 
@@ -21,7 +21,7 @@ public final class MapInUseException extends StorageException {
     return wwid;
   }
 
-  /** What uses it: {@code mounted at /path}, {@code held by dm-5}. */
+  /** What uses it: {@code mounted at /path}, {@code bound at /path}, {@code held by dm-5}. */
   public List<String> users() {
     return users;
   }

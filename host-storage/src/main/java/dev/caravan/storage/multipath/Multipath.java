@@ -1,9 +1,8 @@
 package dev.caravan.storage.multipath;
 
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.Wwid;
-import dev.caravan.storage.mount.MountEntry;
-import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.internal.sys.Sysfs;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -94,14 +93,15 @@ public final class Multipath {
 
   /**
    * Removes the map of {@code wwid} (multipathd's {@code del map}), so that its paths can be logged
-   * out or removed. Returns false when there was no map. Refuses while the map is mounted or
-   * anything is stacked on it; the paths themselves are left alone.
+   * out or removed. Returns false when there was no map. Refuses while the map is in use as {@link
+   * DeviceUse} defines it: mounted, its node bound somewhere (a block publish), anything stacked on it,
+   * or opened exclusively; the paths themselves are left alone.
    *
    * <p>multipathd also refuses while any process has the map open, and right after an unmount one
    * always has for a moment: closing a device that was open for writing makes udev probe it. So a
    * refusal with no mount and no holder is asked again for up to 15 seconds before it is reported.
    *
-   * @throws MapInUseException when a mount or a holder uses the map
+   * @throws MapInUseException when something uses the map
    * @throws StorageException when multipathd still refuses after that (someone keeps the device open)
    */
   public boolean flush(Wwid wwid) {
@@ -129,17 +129,9 @@ public final class Multipath {
     }
   }
 
+  /** What uses the map, as {@link DeviceUse} defines it for every destructive step. */
   private static List<String> users(DmMap map) {
-    List<String> users = new ArrayList<>();
-    for (MountEntry mount : MountTable.read()) {
-      if (mount.majorMinor().equals(map.majorMinor())) {
-        users.add("mounted at " + mount.mountPoint());
-      }
-    }
-    for (String holder : map.holders()) {
-      users.add("held by " + holder);
-    }
-    return users;
+    return DeviceUse.of(Path.of("/dev", map.kernelName())).users();
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.caravan.storage.zfs;
 import dev.caravan.bindings.zfs.ZfsCore;
 import dev.caravan.storage.NativeLibraryUnavailableException;
 import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.internal.zfs.Lzc;
 import dev.caravan.storage.internal.zfs.NvList;
 import dev.caravan.storage.internal.zfs.VolumeReservation;
@@ -312,7 +313,9 @@ public final class Zfs implements AutoCloseable {
    * for a few seconds while ZFS reports it busy.
    *
    * @return false when it did not exist
-   * @throws ZfsRefusedException when it is not managed, has snapshots or has children
+   * @throws ZfsRefusedException when it is not managed, has snapshots or children, or is a volume
+   *     whose device is in use ({@link DeviceUse}: mounted, bound at a target, held, opened
+   *     exclusively)
    * @throws ZfsException with EBUSY when it stayed busy (open, mounted, in use)
    */
   public boolean destroy(String dataset) {
@@ -336,6 +339,9 @@ public final class Zfs implements AutoCloseable {
           dataset,
           "refusing to destroy " + dataset + ": it has snapshots " + snapshots);
     }
+    if (found.get().isVolume()) {
+      requireUnusedDevice(dataset);
+    }
     Lzc.Result result = retryWhileBusy(() -> Lzc.destroy(dataset));
     if (result.errno() == ZfsErrors.ENOENT) {
       return false;
@@ -347,6 +353,26 @@ public final class Zfs implements AutoCloseable {
             ? "still busy after " + BUSY_RETRY.toSeconds() + " s: is it open, mounted or in use?"
             : null);
     return true;
+  }
+
+  /**
+   * Refuses while the volume's device is in use ({@link DeviceUse}). ZFS itself refuses only while the
+   * device is open; a bind of its node at a publish target (block access) holds nothing open, so
+   * without this the zvol would be destroyed under a published volume. A volume without a device node
+   * (volmode=none, or one not made yet) is used by nothing.
+   */
+  private void requireUnusedDevice(String volume) {
+    Path device;
+    try {
+      device = zvolDevice(volume, Duration.ZERO);
+    } catch (ZfsException e) {
+      return;
+    }
+    DeviceUse use = DeviceUse.of(device);
+    if (use.inUse()) {
+      throw new ZfsRefusedException(
+          Reason.IN_USE, volume, "refusing to destroy " + volume + ": its device " + use.describe());
+    }
   }
 
   /**

@@ -25,6 +25,8 @@ public final class ZfsRefusedException extends StorageException {
     SHRINK,
     /** The operation needs a volume (zvol) and the dataset is something else. */
     NOT_A_VOLUME,
+    /** Destroy asked for a volume whose device is in use ({@link dev.caravan.storage.block.DeviceUse}). */
+    IN_USE,
     /** The pool is not imported, or its health does not allow new data (FAULTED, SUSPENDED...). */
     POOL_UNAVAILABLE,
   }

@@ -72,7 +72,7 @@ class DiskUsageTest {
         42 22 0:5 / /dev rw - devtmpfs udev rw
         """;
     assertThat(usage(mountinfo, "sdb").users())
-        .containsExactly("sdb in multipath map " + WWID + ": /dev/dm-3 bind-mounted at /csi/publish/vol");
+        .containsExactly("sdb in multipath map " + WWID + ": dm-3 bound at /csi/publish/vol");
   }
 
   @Test

@@ -192,6 +192,19 @@ class IscsiMultipathGuestTest {
       }
       assertThat(Filesystems.formatIfEmpty(map.device(), FsType.EXT4, List.of())).isEqualTo(FormatOutcome.ALREADY_FORMATTED);
 
+      // A block publish: the map's device node bound at a target, which no mount of the map shows.
+      Path published = Files.createFile(dir.resolve("published"));
+      Mounts.bind(map.device(), published, false);
+      try {
+        assertThatThrownBy(() -> multipath.flush(wwid))
+            .isInstanceOf(MapInUseException.class)
+            .hasMessageContaining("bound at " + published);
+        assertThat(multipath.map(wwid)).isPresent();
+      } finally {
+        Mounts.unmount(published);
+      }
+      step("flush refused under a block publish");
+
       assertThat(multipath.flush(wwid)).isTrue();
       assertThat(multipath.map(wwid)).isEmpty();
       assertThat(multipath.flush(wwid)).isFalse();

@@ -20,6 +20,7 @@ import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
 import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -39,6 +40,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
@@ -339,10 +342,16 @@ final class FileController implements ControllerBackend {
     if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
       return;
     }
+    // The journal, and the kernel: a mount or a bind of the loop device's node the journal does not
+    // know of (made by hand, or by a plugin whose record is gone).
     Optional<NodeUsage.Use> use = usage.of(volumeId);
-    if (use.isPresent()) {
+    Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
+    Optional<DeviceUse> kernel = loop.map(l -> DeviceUse.of(l.device())).filter(DeviceUse::inUse);
+    if (use.isPresent() || kernel.isPresent()) {
       throw CsiException.failedPrecondition(
-          "volume_id " + volumeId + " is in use on node " + nodeId + ": " + use.get().describe()
+          "volume_id " + volumeId + " is in use on node " + nodeId + ": "
+              + Stream.concat(use.map(NodeUsage.Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
+                  .collect(Collectors.joining("; "))
               + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
               + " NodeUnstageVolume) first");
     }
@@ -355,9 +364,7 @@ final class FileController implements ControllerBackend {
           "volume_id " + volumeId + " has snapshots " + snapshots + ", which would not survive the deletion;"
               + " delete them first (DeleteSnapshot)");
     }
-    // Second line, for a device attached outside the journal's knowledge (by hand, or by a plugin
-    // that lost its journal): the loop device still maps the image.
-    Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
+    // A device attached outside the journal's knowledge and used by nothing still maps the image.
     if (loop.isPresent()) {
       throw CsiException.failedPrecondition(
           "volume_id " + volumeId + " is in use: attached on node " + nodeId + " as " + loop.get().device()

@@ -23,6 +23,7 @@ import dev.caravan.csi.backend.local.LocalIds.VolumeId;
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
@@ -45,6 +46,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * Controller half of the {@code local} backend: every volume is a zvol {@code
@@ -521,10 +524,15 @@ final class LocalController implements ControllerBackend {
             "volume_id " + volumeId + ": " + v.dataset() + " was not created by Caravan (no " + zfs.marker()
                 + "); it is never modified or destroyed");
       }
+      // The journal, and the kernel (for a mount or a bind of the zvol's node the journal does not
+      // know of: made by hand, or by a plugin whose record is gone).
       Optional<NodeUsage.Use> use = usage.of(volumeId);
-      if (use.isPresent()) {
+      Optional<DeviceUse> kernel = deviceUse(v.dataset());
+      if (use.isPresent() || kernel.isPresent()) {
         throw CsiException.failedPrecondition(
-            "volume_id " + volumeId + " is in use on node " + nodeId + ": " + use.get().describe()
+            "volume_id " + volumeId + " is in use on node " + nodeId + ": "
+                + Stream.concat(use.map(NodeUsage.Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
+                    .collect(Collectors.joining("; "))
                 + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
                 + " NodeUnstageVolume) first");
       }
@@ -534,14 +542,6 @@ final class LocalController implements ControllerBackend {
         throw CsiException.failedPrecondition(
             "volume_id " + volumeId + " has snapshots " + snapshots + ", which would not survive the deletion;"
                 + " delete them first (DeleteSnapshot)");
-      }
-      // Second line, for a mount the journal does not know of (made by hand, or by a plugin that
-      // lost its journal).
-      Optional<Path> mounted = mountPointOf(v.dataset());
-      if (mounted.isPresent()) {
-        throw CsiException.failedPrecondition(
-            "volume_id " + volumeId + " is in use: its zvol is mounted at " + mounted.get() + " on node " + nodeId
-                + "; unmount it (NodeUnstageVolume) before deleting");
       }
       zfs.destroy(v.dataset());
       CrashPoints.reach("delete.after-destroy");
@@ -572,7 +572,7 @@ final class LocalController implements ControllerBackend {
       }
       return managedVolume(v).map(p -> {
         VolumeHealth health = poolHealth(v.pool());
-        boolean inUse = usage.of(volumeId).isPresent() || mountPointOf(v.dataset()).isPresent();
+        boolean inUse = usage.of(volumeId).isPresent() || deviceUse(v.dataset()).isPresent();
         List<String> attached = inUse ? List.of(nodeId) : List.of();
         return new VolumeStatus(info(v, p), health, attached);
       });
@@ -864,6 +864,17 @@ final class LocalController implements ControllerBackend {
     p.userProperty(PROP_ACCESS).ifPresent(access -> context.put(AccessType.CONTEXT_KEY, access));
     return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context.get(CONTEXT_FS_TYPE), context,
         p.userProperty(PROP_SOURCE).flatMap(LocalController::decode), List.of(nodeTopology));
+  }
+
+  /** What uses the zvol's block device on this node ({@link DeviceUse}); empty when nothing does. */
+  private Optional<DeviceUse> deviceUse(String dataset) {
+    Path device;
+    try {
+      device = zfs.zvolDevice(dataset, Duration.ZERO);
+    } catch (StorageException e) {
+      return Optional.empty(); // no device node (yet, or volmode=none): nothing can use it
+    }
+    return Optional.of(DeviceUse.of(device)).filter(DeviceUse::inUse);
   }
 
   /** Where the zvol's block device is mounted on this node (the staging mount), if it is. */

@@ -197,6 +197,19 @@ public final class ChainInspector {
     } else {
       journalState = memory.isPresent() ? "ok" : "absent";
     }
+    List<NodeJournal.Unreadable> unreadable = journal.unreadable(volumeId);
+    if (!unreadable.isEmpty()) {
+      journalEvidence.put("unreadable", unreadable.stream().map(ChainInspector::unreadableJson).toList());
+      if (memory.isEmpty()) {
+        journalState = "unreadable";
+      }
+    }
+    for (NodeJournal.Unreadable u : unreadable) {
+      findings.add(unreadableFinding(u));
+      if (!u.stale()) {
+        holds.add("unreadable journal record " + u.file());
+      }
+    }
 
     // ---- backend object ----
     Map<String, Object> backendEvidence = new LinkedHashMap<>();
@@ -499,6 +512,32 @@ public final class ChainInspector {
     m.put("state", state);
     m.put("evidence", evidence);
     return m;
+  }
+
+  private static Map<String, Object> unreadableJson(NodeJournal.Unreadable u) {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("file", u.file().toString());
+    m.put("bytes", u.bytes());
+    m.put("written_before_this_boot", u.stale());
+    return m;
+  }
+
+  /** A journal record the plugin cannot read: what it means for the volume, and what to do. */
+  private static Finding unreadableFinding(NodeJournal.Unreadable u) {
+    String next = "cat " + u.file() + "; findmnt --raw | grep " + u.volumeId()
+        + "  # once nothing of the volume is staged or published on this node: mv " + u.file() + " " + u.file()
+        + ".set-aside";
+    if (u.stale()) {
+      return Finding.info("journal-record-unreadable-stale",
+          "The node journal record " + u.file() + " of " + u.volumeId() + " cannot be read (" + u.bytes()
+              + " bytes); it was last written before this host booted, so nothing it describes exists any more"
+              + " and it does not count as use. The plugin keeps it for a person to look at.", next);
+    }
+    return Finding.error("journal-record-unreadable",
+        "The node journal record " + u.file() + " of " + u.volumeId() + " cannot be read (" + u.bytes()
+            + " bytes). It may describe a stage or publish that still exists on this node, so the plugin keeps it"
+            + " and counts " + u.volumeId() + " as in use here: DeleteVolume is refused until it is resolved.",
+        next);
   }
 
   private static Map<String, Object> recordJson(StagedVolume v) {

@@ -1,0 +1,8 @@
+package dev.caravan.csi;
+
+class InUseConformanceOnLocalTest extends InUseConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}
