@@ -80,6 +80,36 @@ class DhvPluginOnQnapSimulatorTest {
   }
 
   @Test
+  void aFailedCreateNeverDestroysALunItFound() throws IOException {
+    Volume v = volume("found", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    // Node B holds no record of the volume (its data directory was lost, or restored from before the
+    // create); its agent-start create finds the LUN, and the mount after it fails.
+    Files.createDirectories(nodeB.env().volumesDir());
+    Files.createSymbolicLink(nodeB.path(v), Files.createDirectories(work.resolve("elsewhere")));
+    QnapDhvWorld.Outcome failed = world.run(nodeB, "immediate", DhvEnv.create(nodeB.env(), v));
+    assertThat(failed.status()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(failed.stdout()).contains("symbolic link");
+    assertThat(world.appliance.objects()).as("the LUN and its target stay: the failed create did not make them")
+        .hasSize(2);
+    assertThat(world.appliance.lunBytes(id)).isEqualTo(GIB);
+    world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
+    assertThat(world.appliance.objects()).isEmpty();
+  }
+
+  @Test
+  void aFailedFirstCreateRemovesTheLunItMade() throws IOException {
+    Volume v = volume("made", GIB, "null");
+    Files.createDirectories(nodeA.env().volumesDir());
+    Files.createSymbolicLink(nodeA.path(v), Files.createDirectories(work.resolve("elsewhere")));
+    QnapDhvWorld.Outcome failed = world.run(nodeA, "immediate", DhvEnv.create(nodeA.env(), v));
+    assertThat(failed.status()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(world.appliance.objects()).as("Nomad never deletes a failed create: the plugin must").isEmpty();
+    assertThat(nodeA.dataDir().resolve("dhv/volumes/" + v.id() + ".properties")).doesNotExist();
+  }
+
+  @Test
   void badParametersAndSizesAreRefusedNamingTheRuleAndMakeNothing() {
     QnapDhvWorld.Outcome unknown = world.run(nodeA, "deferred",
         DhvEnv.create(nodeA.env(), volume("u", GIB, "{\"compression\":\"lz4\"}")));
