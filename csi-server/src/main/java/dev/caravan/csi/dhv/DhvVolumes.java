@@ -30,6 +30,7 @@ import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -373,8 +374,11 @@ final class DhvVolumes implements AutoCloseable {
     Optional<DhvRecord> found = store.read(req.volumeId());
     Optional<String> backendId = backendId(found);
     if (backendId.isPresent()) {
+      boolean journaled = engine.journal().get(backendId.get()).isPresent();
       engine.unstage(backendId.get(), canonicalMountPath());
-      unfence(backendId.get());
+      if (controller.publishes()) {
+        unfenceOnceUnusedHere(backendId.get(), journaled);
+      }
     }
     removeMountDirectory();
     store.removeJournalDir(req.nodeId(), req.volumeId());
@@ -500,6 +504,36 @@ final class DhvVolumes implements AutoCloseable {
           + String.join(", ", holders) + " (the storage's ACL admits it); a volume in use is never deleted:"
           + " unpublish it there first");
     }
+  }
+
+  /**
+   * Network storage: lifts this node's fence only once this node has proved the volume unused here,
+   * from the host's own state: nothing mounted at the volume's path, and nothing using its device
+   * (the node backend reads mounts, bind mounts of the device node and holders). The node journal
+   * cannot be trusted to say so: a journal lost or restored from before the publish has no record of
+   * a filesystem that is still mounted, and lifting the fence then would let a second node mount it.
+   * Without a journal record, an idle attachment (an unused multipath map, sessions) is detached here
+   * first, as the journal's unstage would have. Refuses, naming what still uses it, otherwise.
+   */
+  private void unfenceOnceUnusedHere(String backendId, boolean journaled) {
+    Optional<VolumeInfo> info = controller.findVolume(backendId);
+    if (info.isPresent()) {
+      VolumeRef ref = new VolumeRef(info.get().id(), info.get().context());
+      List<String> users = new ArrayList<>();
+      Path path = canonicalMountPath();
+      MountTable.stackedAt(MountTable.read(), path)
+          .forEach(m -> users.add(m.source() + " mounted at " + m.mountPoint()));
+      users.addAll(backend.node().usersHere(ref));
+      if (!users.isEmpty()) {
+        throw DhvException.failed("volume " + req.volumeId() + " is still in use on node " + req.nodeId() + " ("
+            + String.join("; ", users) + ") and this node's journal does not account for it, so the storage's fence"
+            + " keeps admitting this node and no other node can publish it: unmount it, then run unpublish again");
+      }
+      if (!journaled) {
+        backend.node().detach(ref);
+      }
+    }
+    unfence(backendId);
   }
 
   /** Network storage: removes this node's identity from the volume's fence (idempotent). */

@@ -4,6 +4,7 @@ import static dev.caravan.csi.dhv.QnapDhvWorld.GIB;
 import static dev.caravan.csi.dhv.QnapDhvWorld.volume;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.TestClassPath;
 import dev.caravan.csi.backend.Backend;
@@ -12,6 +13,8 @@ import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;
 import dev.caravan.csi.dhv.QnapDhvWorld.PluginNode;
+import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -170,6 +174,35 @@ class DhvPluginOnQnapSimulatorTest {
     }
     world.ok(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
     assertThat(world.appliance.objects()).isEmpty();
+  }
+
+  @Test
+  void anUnpublishWithoutAJournalRecordKeepsTheFenceWhileSomethingIsMountedAtTheVolumesPath() throws IOException {
+    assumeTrue(HostCapabilities.current().isRoot(), "needs root (mount(2))");
+    Volume v = volume("still-mounted", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    try (Backend operator = world.backend()) {
+      operator.controller().publishVolume(id, INITIATOR_A, Map.of()); // as A's publish left the ACL
+    }
+    // A's filesystem is still mounted, but A's node journal has no record of it (lost with its data
+    // directory): nothing tells the plugin what is mounted there.
+    Path path = Files.createDirectories(nodeA.path(v));
+    Mounts.mount(Path.of("tmpfs"), path, "tmpfs", Set.of(), "size=1m");
+    try {
+      QnapDhvWorld.Outcome refused = world.run(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid()));
+      assertThat(refused.status()).as(refused.toString()).isEqualTo(DhvException.FAILED);
+      assertThat(refused.stdout()).contains(path.toString()).contains("mounted");
+      assertThat(world.appliance.acl(id)).as("the fence stays while A may still write").containsExactly(INITIATOR_A);
+      QnapDhvWorld.Outcome second = world.run(nodeB, "deferred",
+          DhvEnv.publish(nodeB.env(), v, QnapDhvWorld.uuid(), "single-node-writer", false));
+      assertThat(second.status()).as(second.toString()).isEqualTo(DhvException.HELD_ELSEWHERE);
+    } finally {
+      Mounts.unmount(path);
+    }
+    world.ok(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid()));
+    assertThat(world.appliance.acl(id)).as("proved unused: the fence is lifted").isEmpty();
+    world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
   }
 
   @Test
