@@ -304,7 +304,7 @@ class DhvPluginOnFileTest {
     Files.writeString(path.resolve("data.txt"), "kept");
     rebootBehindThePluginsBack(path);
     // The plugin's own state is gone (a data directory restored from before the create); the image is not.
-    deleteTree(dataDir.resolve("dhv"));
+    Trees.delete(dataDir.resolve("dhv"));
     // The agent-start create's mount fails once.
     Files.delete(path);
     Files.createSymbolicLink(path, Files.createDirectories(work.resolve("elsewhere")));
@@ -483,14 +483,6 @@ class DhvPluginOnFileTest {
     for (LoopDevice d : loopsUnderWork()) {
       if (m.get().source().equals(d.device().toString())) {
         LoopDevices.detach(d);
-      }
-    }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    try (Stream<Path> all = Files.walk(dir)) {
-      for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
       }
     }
   }
