@@ -67,7 +67,15 @@ public interface ControllerBackend {
    * with the request; ALREADY_EXISTS if it exists and is not. Must leave state that a retry can
    * finish if interrupted at any point.
    */
-  VolumeInfo createVolume(VolumeRequest request);
+  default VolumeInfo createVolume(VolumeRequest request) {
+    return provisionVolume(request).volume();
+  }
+
+  /**
+   * As {@link #createVolume}, also saying whether this call made the volume or found it under the
+   * name (a volume half-made by an earlier call and finished by this one counts as found).
+   */
+  Provisioned provisionVolume(VolumeRequest request);
 
   /**
    * Deletes a volume; success if it does not exist. FAILED_PRECONDITION, with the volume untouched,

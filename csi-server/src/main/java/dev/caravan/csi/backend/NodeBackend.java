@@ -1,6 +1,7 @@
 package dev.caravan.csi.backend;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -26,6 +27,17 @@ public interface NodeBackend {
    */
   default void detach(VolumeRef volume, Optional<Path> device) {
     detach(volume);
+  }
+
+  /**
+   * What on this node uses the volume's device, read from the host's own state (mount table, sysfs),
+   * never from a journal: one entry per user, naming it (e.g. {@code dm-3 mounted at /srv/x}). Empty
+   * only when nothing here uses it: what a caller that holds no journal record of the volume needs
+   * before it lets another node attach it. Backends whose volumes no other node can attach have no
+   * such caller and answer UNIMPLEMENTED.
+   */
+  default List<String> usersHere(VolumeRef volume) {
+    throw new CsiException(CsiException.Kind.UNIMPLEMENTED, "this backend cannot tell what uses a volume's device");
   }
 
   /** Makes an attached device reflect its backing object's current size (after an expansion). */

@@ -15,15 +15,36 @@ import java.util.TreeMap;
 /**
  * What the plugin keeps about one DHV volume, written before it touches storage (the intent) so a
  * delete after a crash at any point still finds everything: the create request as last asked for,
- * the backend volume it made (once known), and in deferred mode the node that has it published.
+ * the backend volume it made (once known), in deferred mode the node that has it published, and the
+ * last create call's intent.
  *
  * @param backendVolumeId empty until the backend has created the volume
  * @param publishedOn deferred mode: the node id holding the volume; empty while no node does
+ * @param creation the intent of the last create call (empty in records written before it was kept)
  */
 record DhvRecord(
     String volumeId, String name, String namespace, long capacityMin, long capacityMax,
     Map<String, String> parameters, Optional<String> backendVolumeId, Optional<String> publishedOn,
-    Instant createdAt) {
+    Instant createdAt, Optional<Creation> creation) {
+  /**
+   * One create call's intent, written (synced) before it provisions anything, and the backend's
+   * answer once it came. Only what this says the call itself made is ever undone after it fails: a
+   * backend volume that existed before the call, or that the backend reports it found, may hold data.
+   *
+   * @param call the call's own random id: the undo acts only on its own intent
+   * @param backendExisted whether the backend held a volume under the name before the call provisioned
+   * @param made the backend's answer: whether its create made the volume; empty until it answered
+   */
+  record Creation(String call, boolean backendExisted, Optional<Boolean> made) {
+    static Creation begun(String call, boolean backendExisted) {
+      return new Creation(call, backendExisted, Optional.empty());
+    }
+
+    Creation answered(boolean made) {
+      return new Creation(call, backendExisted, Optional.of(made));
+    }
+  }
+
   DhvRecord {
     parameters = Map.copyOf(parameters);
   }
@@ -40,22 +61,27 @@ record DhvRecord(
   DhvRecord withRequest(DhvRequest r) {
     return new DhvRecord(volumeId, r.volumeName().isEmpty() ? name : r.volumeName(),
         r.namespace().isEmpty() ? namespace : r.namespace(), r.capacityMin(), r.capacityMax(), r.parameters(),
-        backendVolumeId, publishedOn, createdAt);
+        backendVolumeId, publishedOn, createdAt, creation);
   }
 
   DhvRecord withBackendVolumeId(String id) {
     return new DhvRecord(volumeId, name, namespace, capacityMin, capacityMax, parameters, Optional.of(id),
-        publishedOn, createdAt);
+        publishedOn, createdAt, creation);
   }
 
   DhvRecord withPublishedOn(Optional<String> node) {
     return new DhvRecord(volumeId, name, namespace, capacityMin, capacityMax, parameters, backendVolumeId, node,
-        createdAt);
+        createdAt, creation);
+  }
+
+  DhvRecord withCreation(Creation c) {
+    return new DhvRecord(volumeId, name, namespace, capacityMin, capacityMax, parameters, backendVolumeId,
+        publishedOn, createdAt, Optional.of(c));
   }
 
   static DhvRecord of(DhvRequest r) {
     return new DhvRecord(r.volumeId(), r.volumeName(), r.namespace(), r.capacityMin(), r.capacityMax(),
-        r.parameters(), Optional.empty(), Optional.empty(), Instant.now());
+        r.parameters(), Optional.empty(), Optional.empty(), Instant.now(), Optional.empty());
   }
 
   byte[] encode() {
@@ -69,6 +95,11 @@ record DhvRecord(
     backendVolumeId.ifPresent(id -> p.setProperty("backendVolumeId", id));
     publishedOn.ifPresent(n -> p.setProperty("publishedOn", n));
     p.setProperty("createdAt", createdAt.toString());
+    creation.ifPresent(c -> {
+      p.setProperty("creation.call", c.call());
+      p.setProperty("creation.backendExisted", Boolean.toString(c.backendExisted()));
+      c.made().ifPresent(m -> p.setProperty("creation.made", Boolean.toString(m)));
+    });
     StringWriter w = new StringWriter();
     try {
       p.store(w, "caravan DHV volume");
@@ -94,6 +125,9 @@ record DhvRecord(
     return new DhvRecord(p.getProperty("volumeId"), p.getProperty("name", ""), p.getProperty("namespace", ""),
         Long.parseLong(p.getProperty("capacityMin", "0")), Long.parseLong(p.getProperty("capacityMax", "0")),
         parameters, Optional.ofNullable(p.getProperty("backendVolumeId")),
-        Optional.ofNullable(p.getProperty("publishedOn")), Instant.parse(p.getProperty("createdAt")));
+        Optional.ofNullable(p.getProperty("publishedOn")), Instant.parse(p.getProperty("createdAt")),
+        Optional.ofNullable(p.getProperty("creation.call")).map(call -> new Creation(call,
+            !"false".equals(p.getProperty("creation.backendExisted")), // unreadable: it existed, nothing undone
+            Optional.ofNullable(p.getProperty("creation.made")).map(Boolean::parseBoolean))));
   }
 }

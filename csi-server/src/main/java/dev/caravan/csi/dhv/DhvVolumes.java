@@ -9,10 +9,12 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
+import dev.caravan.csi.dhv.DhvRecord.Creation;
 import dev.caravan.csi.node.AccessMode;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
@@ -28,11 +30,13 @@ import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.function.Supplier;
 
 /**
@@ -109,33 +113,38 @@ final class DhvVolumes implements AutoCloseable {
   Map<String, Object> create() {
     DhvParameters params = DhvParameters.parse(req.parameters(), knownParameters());
     Optional<DhvRecord> before = store.read(req.volumeId());
-    DhvRecord fresh = DhvRecord.of(req);
-    if (before.isEmpty()) {
-      store.write(fresh); // the intent: what a delete needs to find and finish a cut-short create
-    }
+    DhvRecord base = before.orElseGet(() -> DhvRecord.of(req));
+    // The intent, synced before anything is provisioned: what a delete needs to find and finish a
+    // create cut short, and what the undo below trusts, never the mere absence of a record (a data
+    // directory lost or restored from a backup has none for a volume full of data).
+    Creation intent = Creation.begun(UUID.randomUUID().toString(), onStorage(base.backendName()).isPresent());
+    store.write(base.withCreation(intent));
     try {
-      return createRecorded(before, before.map(r -> r.withRequest(req)).orElse(fresh), params);
+      return createRecorded(before, base.withCreation(intent), intent, params);
     } catch (RuntimeException e) {
-      if (before.isEmpty()) {
-        undoInitialCreate(e);
-      }
+      undoFailedCreate(before, intent.call(), e);
       throw e;
     }
   }
 
-  private Map<String, Object> createRecorded(Optional<DhvRecord> before, DhvRecord asked, DhvParameters params) {
+  private Map<String, Object> createRecorded(Optional<DhvRecord> before, DhvRecord base, Creation intent,
+      DhvParameters params) {
     // An update's request is recorded only once the backend has accepted it.
-    DhvRecord rec = asked;
-    VolumeInfo info = provision(rec, params);
-    if (rec.backendVolumeId().isPresent() && !rec.backendVolumeId().get().equals(info.id())) {
+    DhvRecord asked = before.isPresent() ? base.withRequest(req) : base;
+    Provisioned p = createOrFind(asked, params);
+    VolumeInfo info = p.volume();
+    if (asked.backendVolumeId().isPresent() && !asked.backendVolumeId().get().equals(info.id())) {
       throw DhvException.failed("volume " + req.volumeId() + " is recorded as backend volume "
-          + rec.backendVolumeId().get() + " but the backend answered " + info.id() + "; not touching either");
+          + asked.backendVolumeId().get() + " but the backend answered " + info.id() + "; not touching either");
     }
-    DhvRecord done = rec.withBackendVolumeId(info.id());
-    if (before.isEmpty() || !done.equals(before.get())) {
-      store.write(done);
+    Creation answered = intent.answered(p.made());
+    DhvRecord found = base.withBackendVolumeId(info.id()).withCreation(answered);
+    store.write(found); // the backend's answer, before anything else can fail
+    info = growAsAsked(asked, info);
+    DhvRecord rec = asked.withBackendVolumeId(info.id()).withCreation(answered);
+    if (!rec.equals(found)) {
+      store.write(rec);
     }
-    rec = done;
     Map<String, Object> out = new LinkedHashMap<>();
     if (mode == Mode.IMMEDIATE) {
       mount(info, AccessMode.SINGLE_NODE_WRITER, false, params);
@@ -149,30 +158,43 @@ final class DhvVolumes implements AutoCloseable {
 
   /**
    * Nomad neither calls delete after a failed create nor ever names this volume id again (a new
-   * {@code nomad volume create} gets a new id), so a first create that fails removes what it made:
-   * storage no allocation has seen, holding nothing but a fresh filesystem. A create cut short by
-   * SIGKILL cannot do this; its leftovers are found by the record and removed by a delete of the id.
+   * {@code nomad volume create} gets a new id), so a create that fails removes the backend volume it
+   * made itself: storage no allocation has seen, holding nothing but a fresh filesystem. What it made
+   * is read from its own intent in the record: a volume that existed before the call, or that the
+   * backend reports it found, is never removed (it may hold data; the record keeps naming it, and a
+   * retry mounts it). A create cut short by SIGKILL cannot undo anything; its leftovers are found by
+   * the record and removed by a delete of the id.
    */
-  private void undoInitialCreate(RuntimeException cause) {
+  private void undoFailedCreate(Optional<DhvRecord> before, String call, RuntimeException cause) {
     try {
       Optional<DhvRecord> rec = store.read(req.volumeId());
-      // Not yet recorded: the backend's create itself failed, or the record write after it did.
-      String name = rec.map(DhvRecord::backendName).orElse("dhv-" + req.volumeId());
-      Optional<String> backendId = rec.flatMap(DhvRecord::backendVolumeId)
-          .or(() -> controller.listVolumes().stream().filter(v -> v.name().equals(name)).map(VolumeInfo::id)
-              .findFirst());
-      if (backendId.isPresent()) {
-        engine.unstage(backendId.get(), canonicalMountPath());
-        if (mode == Mode.IMMEDIATE) {
-          unfence(backendId.get());
-        }
-        controller.deleteVolume(backendId.get());
+      Optional<Creation> mine = rec.flatMap(DhvRecord::creation).filter(c -> c.call().equals(call));
+      boolean ours = mine.isPresent() && !mine.get().backendExisted() && !mine.get().made().equals(Optional.of(false));
+      if (!ours) {
+        LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": the create failed; its backend volume"
+            + " was not made by this call, so it is left as it is (a retry uses it, a delete of the id removes it)");
+        return;
       }
+      Optional<String> made = mine.get().made().isPresent()
+          ? rec.flatMap(DhvRecord::backendVolumeId)
+          // The backend's create failed part-way: what is under the name now, this call began.
+          : onStorage(rec.get().backendName()).map(VolumeInfo::id);
+      made.ifPresent(backendId -> {
+        engine.unstage(backendId, canonicalMountPath());
+        if (mode == Mode.IMMEDIATE) {
+          unfence(backendId);
+        }
+        controller.deleteVolume(backendId);
+      });
       removeMountDirectory();
-      store.removeJournalDir(req.nodeId(), req.volumeId());
-      store.remove(req.volumeId());
-      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": the first create failed; removed what it"
-          + " had made");
+      if (before.isPresent()) {
+        store.write(before.get());
+      } else {
+        store.removeJournalDir(req.nodeId(), req.volumeId());
+        store.remove(req.volumeId());
+      }
+      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": the create failed; removed what it had"
+          + " made");
     } catch (RuntimeException undo) {
       cause.addSuppressed(undo);
       LOG.log(System.Logger.Level.WARNING, "volume " + req.volumeId() + ": could not remove what the failed create"
@@ -181,31 +203,49 @@ final class DhvVolumes implements AutoCloseable {
   }
 
   /**
+   * The backend's volume under {@code backendName}, found by the lock key the backend derives from
+   * that name alone (every backend's ids carry it; names as the backend lists them need not match).
+   */
+  private Optional<VolumeInfo> onStorage(String backendName) {
+    String key = controller.volumeLockKey(backendName);
+    return controller.listVolumes().stream()
+        .filter(v -> controller.volumeId(v.id()) instanceof IdShape.Ours o && o.lockKey().equals(key))
+        .findFirst();
+  }
+
+  /**
    * Creates the backend volume for the record's request, or finds it; grows it when the request asks
    * for more than it has. Backend names derive from the UUID, so the backend's own idempotency makes a
    * retry after a crash find the half-made volume and finish it.
    */
   private VolumeInfo provision(DhvRecord rec, DhvParameters params) {
-    VolumeRequest asked = request(rec, rec.capacity(), params);
-    VolumeInfo info;
+    return growAsAsked(rec, createOrFind(rec, params).volume());
+  }
+
+  private Provisioned createOrFind(DhvRecord rec, DhvParameters params) {
     try {
-      info = controller.createVolume(asked);
+      return controller.provisionVolume(request(rec, rec.capacity(), params));
     } catch (CsiException e) {
       if (e.kind() != CsiException.Kind.ALREADY_EXISTS) {
         throw e;
       }
       // It exists with a size outside the asked range (an update that grows it): take it as it is;
       // anything else incompatible (another fsType) is refused again here, with the backend's words.
-      info = controller.createVolume(request(rec, CapacityRange.UNSPECIFIED, params));
+      return controller.provisionVolume(request(rec, CapacityRange.UNSPECIFIED, params));
     }
-    if (rec.capacityMin() > info.capacityBytes()) {
-      controller.expandVolume(info.id(), rec.capacity(), AccessType.MOUNT);
-      String id = info.id();
-      info = controller.findVolume(id)
-          .orElseThrow(() -> DhvException.failed("backend volume " + id + " vanished while it was grown"));
-      LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": grown to " + info.capacityBytes() + " bytes");
+  }
+
+  /** Grows the backend volume when the record's request asks for more than it has. */
+  private VolumeInfo growAsAsked(DhvRecord rec, VolumeInfo info) {
+    if (rec.capacityMin() <= info.capacityBytes()) {
+      return info;
     }
-    return info;
+    controller.expandVolume(info.id(), rec.capacity(), AccessType.MOUNT);
+    String id = info.id();
+    VolumeInfo grown = controller.findVolume(id)
+        .orElseThrow(() -> DhvException.failed("backend volume " + id + " vanished while it was grown"));
+    LOG.log(System.Logger.Level.INFO, "volume " + req.volumeId() + ": grown to " + grown.capacityBytes() + " bytes");
+    return grown;
   }
 
   private static VolumeRequest request(DhvRecord rec, CapacityRange range, DhvParameters params) {
@@ -334,8 +374,11 @@ final class DhvVolumes implements AutoCloseable {
     Optional<DhvRecord> found = store.read(req.volumeId());
     Optional<String> backendId = backendId(found);
     if (backendId.isPresent()) {
+      boolean journaled = engine.journal().get(backendId.get()).isPresent();
       engine.unstage(backendId.get(), canonicalMountPath());
-      unfence(backendId.get());
+      if (controller.publishes()) {
+        unfenceOnceUnusedHere(backendId.get(), journaled);
+      }
     }
     removeMountDirectory();
     store.removeJournalDir(req.nodeId(), req.volumeId());
@@ -406,10 +449,7 @@ final class DhvVolumes implements AutoCloseable {
       return Optional.empty();
     }
     DhvRecord fresh = DhvRecord.of(req);
-    String key = controller.volumeLockKey(fresh.backendName());
-    return controller.listVolumes().stream()
-        .filter(v -> controller.volumeId(v.id()) instanceof IdShape.Ours o && o.lockKey().equals(key))
-        .findFirst().map(v -> fresh.withBackendVolumeId(v.id()));
+    return onStorage(fresh.backendName()).map(v -> fresh.withBackendVolumeId(v.id()));
   }
 
   /** The backend volume of this node's record, or else the one the storage holds under this volume's name. */
@@ -464,6 +504,36 @@ final class DhvVolumes implements AutoCloseable {
           + String.join(", ", holders) + " (the storage's ACL admits it); a volume in use is never deleted:"
           + " unpublish it there first");
     }
+  }
+
+  /**
+   * Network storage: lifts this node's fence only once this node has proved the volume unused here,
+   * from the host's own state: nothing mounted at the volume's path, and nothing using its device
+   * (the node backend reads mounts, bind mounts of the device node and holders). The node journal
+   * cannot be trusted to say so: a journal lost or restored from before the publish has no record of
+   * a filesystem that is still mounted, and lifting the fence then would let a second node mount it.
+   * Without a journal record, an idle attachment (an unused multipath map, sessions) is detached here
+   * first, as the journal's unstage would have. Refuses, naming what still uses it, otherwise.
+   */
+  private void unfenceOnceUnusedHere(String backendId, boolean journaled) {
+    Optional<VolumeInfo> info = controller.findVolume(backendId);
+    if (info.isPresent()) {
+      VolumeRef ref = new VolumeRef(info.get().id(), info.get().context());
+      List<String> users = new ArrayList<>();
+      Path path = canonicalMountPath();
+      MountTable.stackedAt(MountTable.read(), path)
+          .forEach(m -> users.add(m.source() + " mounted at " + m.mountPoint()));
+      users.addAll(backend.node().usersHere(ref));
+      if (!users.isEmpty()) {
+        throw DhvException.failed("volume " + req.volumeId() + " is still in use on node " + req.nodeId() + " ("
+            + String.join("; ", users) + ") and this node's journal does not account for it, so the storage's fence"
+            + " keeps admitting this node and no other node can publish it: unmount it, then run unpublish again");
+      }
+      if (!journaled) {
+        backend.node().detach(ref);
+      }
+    }
+    unfence(backendId);
   }
 
   /** Network storage: removes this node's identity from the volume's fence (idempotent). */

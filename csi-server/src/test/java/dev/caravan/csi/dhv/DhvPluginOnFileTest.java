@@ -296,6 +296,30 @@ class DhvPluginOnFileTest {
   }
 
   @Test
+  void aFailedCreateNeverDestroysAVolumeItFoundHoldingData() throws IOException {
+    requireLoopAndExt4();
+    Volume v = volume("found", 16 * MIB);
+    Outcome created = create(nodeA, v);
+    Path path = nodeA.volumesDir().resolve(v.id());
+    Files.writeString(path.resolve("data.txt"), "kept");
+    rebootBehindThePluginsBack(path);
+    // The plugin's own state is gone (a data directory restored from before the create); the image is not.
+    Trees.delete(dataDir.resolve("dhv"));
+    // The agent-start create's mount fails once.
+    Files.delete(path);
+    Files.createSymbolicLink(path, Files.createDirectories(work.resolve("elsewhere")));
+    Outcome failed = run("caravan-file", "create", DhvEnv.create(nodeA, v));
+    assertThat(failed.exitStatus()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(images()).as("the create found the volume, so its failure removes nothing").hasSize(1);
+
+    Files.delete(path);
+    Outcome retried = create(nodeA, v);
+    assertThat(retried.json()).isEqualTo(created.json());
+    assertThat(Files.readString(path.resolve("data.txt"))).isEqualTo("kept");
+    assertThat(loopsUnderWork()).hasSize(1);
+  }
+
+  @Test
   void parametersAreCheckedAndTheRootGetsModeAndOwner() throws IOException {
     requireLoopAndExt4();
     Volume bad = volume("bad", 16 * MIB).withParameters("{\"compression\":\"lz4\"}");

@@ -121,6 +121,27 @@ class DhvPluginOnLocalTest {
   }
 
   @Test
+  void aFailedCreateNeverDestroysAZvolItFoundHoldingData() throws IOException {
+    Volume v = volume("found", 16 * MIB);
+    Map<String, Object> created = ok("immediate", "create", DhvEnv.create(nodeA, v));
+    Path path = nodeA.volumesDir().resolve(v.id());
+    Files.writeString(path.resolve("data.txt"), "kept");
+    assertThat(Mounts.unmount(path)).isTrue();
+    // The plugin's own state is gone (a data directory restored from before the create); the zvol is not.
+    Trees.delete(dataDir.resolve("dhv"));
+    // The agent-start create's mount fails once.
+    Files.delete(path);
+    Files.createSymbolicLink(path, Files.createDirectories(work.resolve("elsewhere")));
+    Outcome failed = run("immediate", DhvEnv.create(nodeA, v));
+    assertThat(failed.status()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(zvols()).as("the create found the zvol, so its failure destroys nothing").hasSize(1);
+
+    Files.delete(path);
+    assertThat(ok("immediate", "create", DhvEnv.create(nodeA, v))).isEqualTo(created);
+    assertThat(Files.readString(path.resolve("data.txt"))).isEqualTo("kept");
+  }
+
+  @Test
   void theAutoDeleteRemovesOnlyItsOwnZvol() throws IOException {
     Volume a = volume("a", 16 * MIB);
     Volume b = volume("b", 16 * MIB);

@@ -4,6 +4,7 @@ import static dev.caravan.csi.dhv.QnapDhvWorld.GIB;
 import static dev.caravan.csi.dhv.QnapDhvWorld.volume;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.TestClassPath;
 import dev.caravan.csi.backend.Backend;
@@ -12,6 +13,8 @@ import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;
 import dev.caravan.csi.dhv.QnapDhvWorld.PluginNode;
+import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -77,6 +81,36 @@ class DhvPluginOnQnapSimulatorTest {
     assertThat(world.appliance.objects()).isEmpty();
     world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
     world.ok(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
+  }
+
+  @Test
+  void aFailedCreateNeverDestroysALunItFound() throws IOException {
+    Volume v = volume("found", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    // Node B holds no record of the volume (its data directory was lost, or restored from before the
+    // create); its agent-start create finds the LUN, and the mount after it fails.
+    Files.createDirectories(nodeB.env().volumesDir());
+    Files.createSymbolicLink(nodeB.path(v), Files.createDirectories(work.resolve("elsewhere")));
+    QnapDhvWorld.Outcome failed = world.run(nodeB, "immediate", DhvEnv.create(nodeB.env(), v));
+    assertThat(failed.status()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(failed.stdout()).contains("symbolic link");
+    assertThat(world.appliance.objects()).as("the LUN and its target stay: the failed create did not make them")
+        .hasSize(2);
+    assertThat(world.appliance.lunBytes(id)).isEqualTo(GIB);
+    world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
+    assertThat(world.appliance.objects()).isEmpty();
+  }
+
+  @Test
+  void aFailedFirstCreateRemovesTheLunItMade() throws IOException {
+    Volume v = volume("made", GIB, "null");
+    Files.createDirectories(nodeA.env().volumesDir());
+    Files.createSymbolicLink(nodeA.path(v), Files.createDirectories(work.resolve("elsewhere")));
+    QnapDhvWorld.Outcome failed = world.run(nodeA, "immediate", DhvEnv.create(nodeA.env(), v));
+    assertThat(failed.status()).as(failed.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(world.appliance.objects()).as("Nomad never deletes a failed create: the plugin must").isEmpty();
+    assertThat(nodeA.dataDir().resolve("dhv/volumes/" + v.id() + ".properties")).doesNotExist();
   }
 
   @Test
@@ -140,6 +174,35 @@ class DhvPluginOnQnapSimulatorTest {
     }
     world.ok(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
     assertThat(world.appliance.objects()).isEmpty();
+  }
+
+  @Test
+  void anUnpublishWithoutAJournalRecordKeepsTheFenceWhileSomethingIsMountedAtTheVolumesPath() throws IOException {
+    assumeTrue(HostCapabilities.current().isRoot(), "needs root (mount(2))");
+    Volume v = volume("still-mounted", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    try (Backend operator = world.backend()) {
+      operator.controller().publishVolume(id, INITIATOR_A, Map.of()); // as A's publish left the ACL
+    }
+    // A's filesystem is still mounted, but A's node journal has no record of it (lost with its data
+    // directory): nothing tells the plugin what is mounted there.
+    Path path = Files.createDirectories(nodeA.path(v));
+    Mounts.mount(Path.of("tmpfs"), path, "tmpfs", Set.of(), "size=1m");
+    try {
+      QnapDhvWorld.Outcome refused = world.run(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid()));
+      assertThat(refused.status()).as(refused.toString()).isEqualTo(DhvException.FAILED);
+      assertThat(refused.stdout()).contains(path.toString()).contains("mounted");
+      assertThat(world.appliance.acl(id)).as("the fence stays while A may still write").containsExactly(INITIATOR_A);
+      QnapDhvWorld.Outcome second = world.run(nodeB, "deferred",
+          DhvEnv.publish(nodeB.env(), v, QnapDhvWorld.uuid(), "single-node-writer", false));
+      assertThat(second.status()).as(second.toString()).isEqualTo(DhvException.HELD_ELSEWHERE);
+    } finally {
+      Mounts.unmount(path);
+    }
+    world.ok(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid()));
+    assertThat(world.appliance.acl(id)).as("proved unused: the fence is lifted").isEmpty();
+    world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
   }
 
   @Test

@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -146,6 +147,39 @@ class DhvPluginOnQnapTest {
     world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
     assertThat(world.appliance.objects()).isEmpty();
     world.ok(nodeB, "deferred", DhvEnv.delete(nodeB.env(), v, ""));
+  }
+
+  @Test
+  void anUnpublishWhoseJournalIsLostKeepsTheFenceWhileTheDeviceIsMounted() throws IOException {
+    Volume v = volume("unaccounted", GIB, "null");
+    world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
+    String id = world.backendId(v);
+    cleanups.add(() -> world.run(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid())));
+    world.ok(nodeA, "deferred", DhvEnv.publish(nodeA.env(), v, QnapDhvWorld.uuid(), WRITER, false));
+    Path pathA = nodeA.path(v);
+    Files.writeString(pathA.resolve("data.txt"), "still written on A");
+    // The filesystem moves to another mount point of this node, and A's node journal is lost: nothing
+    // the plugin keeps says the device is in use.
+    String wwid = "3" + world.naa(id);
+    Path device = Multipath.system().maps().stream().filter(m -> m.wwid().value().equals(wwid)).findFirst()
+        .orElseThrow().device();
+    Path elsewhere = Files.createDirectories(work.resolve("elsewhere"));
+    Mounts.mount(device, elsewhere, "ext4", Set.of(), null);
+    assertThat(Mounts.unmount(pathA)).isTrue();
+    Trees.delete(nodeA.dataDir().resolve("dhv/nodes").resolve(nodeA.id()).resolve("journal").resolve(v.id()));
+
+    QnapDhvWorld.Outcome refused = world.run(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v,
+        QnapDhvWorld.uuid()));
+    assertThat(refused.status()).as(refused.toString()).isEqualTo(DhvException.FAILED);
+    assertThat(refused.stdout()).contains("mounted at " + elsewhere);
+    assertThat(world.appliance.acl(id)).as("the fence stays while A may still write").containsExactly(nodeA.initiator());
+
+    assertThat(Mounts.unmount(elsewhere)).isTrue();
+    world.ok(nodeA, "deferred", DhvEnv.unpublish(nodeA.env(), v, QnapDhvWorld.uuid()));
+    assertThat(world.appliance.acl(id)).as("proved unused: the fence is lifted").isEmpty();
+    assertThat(sessionsTo(SimulatedAppliance.targetIqn(id))).as("the idle attachment was detached").isZero();
+    assertThat(Multipath.system().maps()).noneMatch(m -> m.wwid().value().equals(wwid));
+    world.ok(nodeA, "deferred", DhvEnv.delete(nodeA.env(), v, ""));
   }
 
   @Test

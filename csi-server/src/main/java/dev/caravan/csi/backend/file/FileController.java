@@ -10,6 +10,7 @@ import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -159,7 +160,7 @@ final class FileController implements ControllerBackend {
   // ---- volumes ---------------------------------------------------------------------------------
 
   @Override
-  public VolumeInfo createVolume(VolumeRequest req) {
+  public Provisioned provisionVolume(VolumeRequest req) {
     String id = FileIds.volumeId(req.name()) + idSuffix;
     String fsType = fsType(req);
     Optional<VolumeRecord> existing = store.readVolume(id);
@@ -170,7 +171,7 @@ final class FileController implements ControllerBackend {
     if (existing.isPresent()) {
       VolumeRecord r = existing.get();
       requireCompatible(r, req, fsType);
-      return r.state() == State.READY ? info(r) : finishCreate(r);
+      return new Provisioned(r.state() == State.READY ? info(r) : finishCreate(r), false);
     }
     requireTopology(req);
     long size = plannedSize(req, fsType);
@@ -181,7 +182,7 @@ final class FileController implements ControllerBackend {
             Instant.now().truncatedTo(ChronoUnit.MILLIS));
     store.write(r);
     CrashPoints.reach("create.after-record");
-    return finishCreate(r);
+    return new Provisioned(finishCreate(r), true);
   }
 
   private static String fsType(VolumeRequest req) {

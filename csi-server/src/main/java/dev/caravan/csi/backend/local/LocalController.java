@@ -12,6 +12,7 @@ import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -175,14 +176,14 @@ final class LocalController implements ControllerBackend {
   // ---- volumes ---------------------------------------------------------------------------------
 
   @Override
-  public VolumeInfo createVolume(VolumeRequest req) {
+  public Provisioned provisionVolume(VolumeRequest req) {
     return guard(() -> create(req));
   }
 
   /** A resolved content source: the ZFS snapshot to copy (existing, or to be taken of a volume). */
   private record Source(ContentSource csi, VolumeId volume, Optional<String> snapshot, long size, long blockSize) {}
 
-  private VolumeInfo create(VolumeRequest req) {
+  private Provisioned create(VolumeRequest req) {
     LocalParameters params = LocalParameters.parse(req.parameters(), config);
     String fsType = fsType(req, params);
     if (!params.host().equals(LocalParameters.AUTO) && !params.host().equals(nodeId)) {
@@ -199,7 +200,7 @@ final class LocalController implements ControllerBackend {
     if (existing.isPresent()) {
       // A crash after the copy but before the temporary snapshot went may have left it.
       req.source().ifPresent(s -> removeCloneSnapshot(s, req.name()));
-      return existing.get();
+      return new Provisioned(existing.get(), false);
     }
     Optional<Source> source = req.source().map(this::resolveSource);
     String pool = params.pool()
@@ -225,7 +226,7 @@ final class LocalController implements ControllerBackend {
     } else {
       cloneInto(source.get(), spec, req.name());
     }
-    return info(v, zfs.properties(v.dataset()));
+    return new Provisioned(info(v, zfs.properties(v.dataset())), true);
   }
 
   /** What a new volume records about its request, and how it is laid out. */

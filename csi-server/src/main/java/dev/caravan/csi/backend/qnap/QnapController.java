@@ -11,6 +11,7 @@ import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.NodeUsage;
+import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeInfo;
@@ -128,7 +129,7 @@ final class QnapController implements ControllerBackend {
   // ---- create --------------------------------------------------------------------------------------
 
   @Override
-  public VolumeInfo createVolume(VolumeRequest req) {
+  public Provisioned provisionVolume(VolumeRequest req) {
     String fs = fsType(req);
     int pool = pool(req.parameters());
     boolean thin = thin(req.parameters());
@@ -166,7 +167,7 @@ final class QnapController implements ControllerBackend {
       lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
       CrashPoints.reach("qnap.create.after-lun"); // a LUN without its target: the retry, or a publish, exposes it
     }
-    return expose(chosen, lun, req.source());
+    return new Provisioned(expose(chosen, lun, req.source()), same.isEmpty());
   }
 
   /** Makes sure the volume's own target exists and maps its LUN; returns the volume as exposed. */

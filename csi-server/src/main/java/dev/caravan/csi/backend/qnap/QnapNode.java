@@ -185,6 +185,20 @@ final class QnapNode implements NodeBackend {
   }
 
   @Override
+  public List<String> usersHere(VolumeRef volume) {
+    Optional<LunContext> lun = LunContext.lenient(volume);
+    if (lun.isEmpty()) {
+      return List.of(); // a context without target, LUN or portals never let an attach log in anywhere
+    }
+    try {
+      return initiator.users(lun.get().wwid());
+    } catch (StorageException e) {
+      throw new CsiException(Kind.UNAVAILABLE, "volume " + volume.volumeId() + ": cannot tell what uses its device"
+          + " on this node, so it counts as in use: " + e.getMessage());
+    }
+  }
+
+  @Override
   public void refresh(VolumeRef volume) {
     LunContext lun = LunContext.of(volume);
     try {

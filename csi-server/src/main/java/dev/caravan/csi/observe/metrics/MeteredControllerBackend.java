@@ -8,6 +8,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.SnapshotInfo;
+import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
@@ -92,8 +93,8 @@ public final class MeteredControllerBackend implements ControllerBackend {
   }
 
   @Override
-  public VolumeInfo createVolume(VolumeRequest request) {
-    return timed(request.source().isPresent() ? "clone" : "create", () -> delegate.createVolume(request));
+  public Provisioned provisionVolume(VolumeRequest request) {
+    return timed(request.source().isPresent() ? "clone" : "create", () -> delegate.provisionVolume(request));
   }
 
   @Override
