@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * The storage side of the Controller service: provisioning, snapshots, expansion and capacity, in
@@ -93,6 +94,18 @@ public interface ControllerBackend {
 
   /** Every volume, sorted by id (the services paginate over this order). */
   List<VolumeInfo> listVolumes();
+
+  /**
+   * The name and id of every volume this node holds, the ones a create is still making included (a
+   * create interrupted midway that a retry finishes here): what a plugin with peers reads to learn
+   * which names exist where. The default is {@link #listVolumes}'s names, for backends that list a
+   * volume from the moment it is recorded.
+   */
+  default Map<String, String> volumeNames() {
+    Map<String, String> names = new TreeMap<>();
+    listVolumes().forEach(v -> names.putIfAbsent(v.name(), v.id()));
+    return names;
+  }
 
   /** Creates (or returns, if the same name and source already exist) a snapshot of a volume. */
   SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters);

@@ -8,10 +8,11 @@ import java.util.Collection;
 import java.util.Comparator;
 
 /**
- * The node that decides where a new volume of a given name goes: the same for every instance that
- * knows the same nodes, by rendezvous hashing (highest SHA-256 of node and name), so that two creates
- * of one name sent to two instances meet on one node and are serialized there, and names spread
- * evenly over the nodes. A node joining or leaving moves only the names it wins or held.
+ * A volume name's home: the node that decides where a new volume of that name goes and keeps its
+ * claim ({@link NameClaims}). The same for every instance that knows the same nodes, by rendezvous
+ * hashing (highest SHA-256 of node and name), so that two creates of one name sent to two instances
+ * meet on one node and are serialized there, and names spread evenly over the nodes. A node joining
+ * moves to it only the names it wins; a node leaving moves only the names it was home to.
  */
 public final class Coordinator {
   private Coordinator() {}

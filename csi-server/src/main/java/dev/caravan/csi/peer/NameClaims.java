@@ -2,24 +2,25 @@ package dev.caravan.csi.peer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import java.util.stream.Stream;
 
 /**
- * A coordinator's durable record of "the volume named N is being made on node O", written before the
- * create is sent to O and removed once O has answered for sure. A create that the coordinator, the
- * owner or the network lost midway leaves the record, and the retry goes to O whatever the nodes'
- * free space says by then: O finishes (or returns) its volume, and no second node makes another.
- * One file per name (named by the name's SHA-256), replaced atomically and synced.
+ * A home's lasting record of "the volume named N is on node O" ({@link HomeAuthority}): written,
+ * and synced, before O is asked to create, and kept once O has made it, so that every later create of
+ * N goes to O and only to O, whatever the nodes' free space says by then. A create the home, the owner
+ * or the network lost midway therefore finishes on O, and no second node makes another. A record whose
+ * volume is gone (deleted, or never made) is harmless: it only sends the next create of N to O, which
+ * makes it or answers. One file per name (named by the name's SHA-256), replaced atomically.
  */
 final class NameClaims {
   private final Path dir;
@@ -28,56 +29,51 @@ final class NameClaims {
     this.dir = dir;
   }
 
-  /** The node a create of {@code name} was sent to and has not answered for sure; empty when none. */
+  /** The node the volume named {@code name} is on, or was sent to; empty when none is recorded. */
   Optional<String> owner(String name) {
-    Path file = file(name);
+    return read(file(name)).filter(c -> c.name().equals(name)).map(Claim::owner);
+  }
+
+  /** Every record, name to owner. */
+  Map<String, String> all() {
+    Map<String, String> out = new TreeMap<>();
+    if (!Files.isDirectory(dir)) {
+      return out;
+    }
+    try (Stream<Path> files = Files.list(dir)) {
+      files.filter(f -> !f.getFileName().toString().endsWith(".tmp"))
+          .forEach(f -> read(f).ifPresent(c -> out.put(c.name(), c.owner())));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list the name claims in " + dir, e);
+    }
+    return out;
+  }
+
+  /** Records that {@code name} is on {@code node}; durable when it returns. */
+  void claim(String name, String node) {
+    if (owner(name).filter(node::equals).isPresent()) {
+      return;
+    }
+    StateFiles.write(file(name), node + "\n" + name + "\n");
+  }
+
+  /** Forgets {@code name}'s record: nothing of that name was made on its owner. */
+  void release(String name) {
+    StateFiles.delete(file(name));
+  }
+
+  private record Claim(String owner, String name) {}
+
+  private static Optional<Claim> read(Path file) {
     try {
       if (!Files.exists(file)) {
         return Optional.empty();
       }
       List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
       // A record of another name with the same hash (never seen for SHA-256) is not this name's.
-      if (lines.size() < 2 || !lines.get(1).equals(name)) {
-        return Optional.empty();
-      }
-      return Optional.of(lines.get(0));
+      return lines.size() < 2 ? Optional.empty() : Optional.of(new Claim(lines.get(0), lines.get(1)));
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot read the placement record " + file, e);
-    }
-  }
-
-  /** Records that {@code name} is being made on {@code node}; durable when it returns. */
-  void claim(String name, String node) {
-    Path file = file(name);
-    Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-    try {
-      Files.createDirectories(dir);
-      try (FileChannel c = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-          StandardOpenOption.TRUNCATE_EXISTING)) {
-        c.write(StandardCharsets.UTF_8.encode(node + "\n" + name + "\n"));
-        c.force(true);
-      }
-      Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-      syncDir();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot write the placement record " + file, e);
-    }
-  }
-
-  /** Forgets {@code name}'s record: its owner answered for sure (made it, or refused with nothing made). */
-  void release(String name) {
-    try {
-      if (Files.deleteIfExists(file(name))) {
-        syncDir();
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot remove the placement record of " + name + " in " + dir, e);
-    }
-  }
-
-  private void syncDir() throws IOException {
-    try (FileChannel c = FileChannel.open(dir, StandardOpenOption.READ)) {
-      c.force(true);
+      throw new UncheckedIOException("cannot read the name claim " + file, e);
     }
   }
 

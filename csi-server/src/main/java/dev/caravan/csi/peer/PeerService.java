@@ -14,6 +14,8 @@ import dev.caravan.csi.peer.v1.GetCapacityCall;
 import dev.caravan.csi.peer.v1.GetVolumeCall;
 import dev.caravan.csi.peer.v1.ListSnapshotsCall;
 import dev.caravan.csi.peer.v1.ListVolumesCall;
+import dev.caravan.csi.peer.v1.NamesAnswer;
+import dev.caravan.csi.peer.v1.NamesQuery;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.peer.v1.PeerGrpc;
@@ -25,7 +27,6 @@ import dev.caravan.csi.service.Rpc;
 import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
 import dev.caravan.csi.v1.ControllerGetVolumeResponse;
 import dev.caravan.csi.v1.CreateSnapshotResponse;
-import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeResponse;
 import dev.caravan.csi.v1.DeleteSnapshotResponse;
 import dev.caravan.csi.v1.DeleteVolumeResponse;
@@ -45,7 +46,9 @@ import java.util.function.Supplier;
  * The owner's side of the peer endpoint: runs a forwarded controller call on this node's own storage,
  * through the same {@link ControllerService} its CSI socket uses (same validation, same locks). It
  * never forwards again, and refuses an id another node owns, so no node acts on another's pool; the
- * one exception is PlaceVolume, where this node coordinates a volume name and has its owner create it.
+ * one exception is PlaceVolume, where this node is a volume name's home and has its owner create it.
+ * The calls that place, survey or list names are refused when the sender's view of the peer set is
+ * not this node's ({@link HomeAuthority}).
  * Every call must carry a deadline and an idempotency key; changing calls run once per key.
  */
 final class PeerService extends PeerGrpc.PeerImplBase {
@@ -55,32 +58,37 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   private final ControllerBackend backend;
   private final String self;
   private final long reserveBytes;
-  private final Function<CreateVolumeRequest, CreateVolumeResponse> place;
+  private final Function<CreateVolumeCall, CreateVolumeResponse> place;
+  private final HomeAuthority authority;
   private final Function<String, NodeLayersAnswer> nodeLayers;
   private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
 
   /**
-   * @param place the coordinator's part of CreateVolume ({@link RoutingControllerService#place})
+   * @param place the home's part of CreateVolume ({@link RoutingControllerService#place})
+   * @param authority this node's view, which the calls that place, survey or list names are checked against
    * @param nodeLayers this node's own node-side layers of a volume id (read-only)
    */
   PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
-      Function<CreateVolumeRequest, CreateVolumeResponse> place, Function<String, NodeLayersAnswer> nodeLayers) {
+      Function<CreateVolumeCall, CreateVolumeResponse> place, HomeAuthority authority,
+      Function<String, NodeLayersAnswer> nodeLayers) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
     this.place = place;
+    this.authority = authority;
     this.nodeLayers = nodeLayers;
   }
 
   @Override
   public void placeVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
-    changing(out, call.getIdempotencyKey(), call, () -> place.apply(call.getRequest()));
+    changing(out, call.getIdempotencyKey(), call, () -> place.apply(call));
   }
 
   @Override
   public void createVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
-    changing(out, call.getIdempotencyKey(), call, () -> InProcess.call(local::createVolume, call.getRequest()));
+    changing(out, call.getIdempotencyKey(), call, () -> authority.admitCreate(call.getView(),
+        call.getOwnerGeneration(), () -> InProcess.call(local::createVolume, call.getRequest())));
   }
 
   @Override
@@ -148,8 +156,18 @@ final class PeerService extends PeerGrpc.PeerImplBase {
 
   @Override
   public void placement(PlacementQuery q, StreamObserver<PlacementReport> out) {
-    reading(out, q.getIdempotencyKey(),
-        () -> NodeReport.of(backend, self, reserveBytes, q.getVolumeName(), q.getParametersMap()));
+    reading(out, q.getIdempotencyKey(), () -> {
+      long generation = authority.check(q.getView()).generation();
+      Supplier<PlacementReport> report =
+          () -> NodeReport.of(backend, self, reserveBytes, q.getVolumeName(), q.getParametersMap(), generation);
+      // Whether this node holds a name is read after the creates it already admitted have finished.
+      return q.getVolumeName().isEmpty() ? report.get() : authority.listing(report);
+    });
+  }
+
+  @Override
+  public void names(NamesQuery q, StreamObserver<NamesAnswer> out) {
+    reading(out, q.getIdempotencyKey(), () -> authority.names(q.getView()));
   }
 
   @Override

@@ -7,7 +7,9 @@ import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.service.ControllerService;
 import io.grpc.BindableService;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -23,13 +25,15 @@ public final class Peering implements AutoCloseable {
   private final PeerClients clients;
   private final RoutingControllerService controller;
   private final ControllerBackend backend;
+  private final HomeAuthority authority;
 
   private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
-      ControllerBackend backend) {
+      ControllerBackend backend, HomeAuthority authority) {
     this.server = server;
     this.clients = clients;
     this.controller = controller;
     this.backend = backend;
+    this.authority = authority;
   }
 
   /**
@@ -37,27 +41,45 @@ public final class Peering implements AutoCloseable {
    *
    * @param local the controller service of this node's own storage
    * @param backend this node's controller backend, unwrapped: who owns an id, capacity, names
-   * @param stateDir where this node keeps what it must remember across restarts as a name's
-   *     coordinator ({@link NameClaims}): a directory of the plugin's data directory
+   * @param stateDir where this node keeps what it must remember across restarts as a name's home
+   *     ({@link NameClaims}, its view generation): a directory of the plugin's data directory
    * @param nodeLayers this node's own node-side layers of a volume, for the other nodes' inspectors
    */
   public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend,
       Path stateDir, Function<String, NodeLayersAnswer> nodeLayers) throws IOException {
     CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
     PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
+    NameClaims claims = new NameClaims(claimsDir(stateDir));
+    NameLocks locks = new NameLocks(s.timeout());
+    HomeAuthority authority = new HomeAuthority(self, clients, backend, claims, locks, stateDir);
     RoutingControllerService controller = new RoutingControllerService(local, backend, self, s.reserveBytes(), clients,
-        new NameClaims(stateDir.resolve("placing")), s.timeout());
+        claims, locks, authority);
     PeerServer server;
     try {
       server = PeerServer.start(s.listen(), files, s.peers(),
-          new PeerService(local, backend, self, s.reserveBytes(), controller::place, nodeLayers));
+          new PeerService(local, backend, self, s.reserveBytes(), controller::place, authority, nodeLayers));
     } catch (IOException | RuntimeException e) {
+      authority.close();
       clients.close();
       throw e;
     }
+    authority.start();
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, controller, backend);
+    return new Peering(server, clients, controller, backend, authority);
+  }
+
+  /**
+   * The claims' directory; the records an earlier version kept in {@code placing} (creates not yet
+   * answered for sure) are claims too, and move there.
+   */
+  private static Path claimsDir(Path stateDir) throws IOException {
+    Path claims = stateDir.resolve("claims");
+    Path placing = stateDir.resolve("placing");
+    if (!Files.exists(claims) && Files.isDirectory(placing)) {
+      Files.move(placing, claims, StandardCopyOption.ATOMIC_MOVE);
+    }
+    return claims;
   }
 
   /** The other nodes' plugins, for the claim-chain inspector: each asked with {@link PeerNodes#DEADLINE}. */
@@ -89,6 +111,8 @@ public final class Peering implements AutoCloseable {
 
   @Override
   public void close() {
+    authority.close();
+    controller.close();
     clients.close();
     server.close();
   }

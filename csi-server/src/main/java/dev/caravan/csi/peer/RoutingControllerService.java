@@ -58,7 +58,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BiFunction;
@@ -70,39 +75,49 @@ import java.util.function.Supplier;
  * ControllerService} or on the owner through its peer endpoint. No node ever acts on another's
  * storage: when the owner cannot be reached the call is UNAVAILABLE, naming it and what to do.
  *
- * <p>CreateVolume goes to the name's {@link Coordinator}, one node per name, which places creates of
- * that name one at a time. It first asks every node whether it already holds a volume of that name,
- * so a retry that lands on another instance returns the volume the first call made, whichever node
- * has it (one unreachable node makes the create UNAVAILABLE: it might hold the name). Else the node is
- * the one an unfinished earlier attempt went to ({@link NameClaims}), else the content source's, else
- * the {@code host} parameter's, else ({@code host=auto}) {@link Placement}'s.
+ * <p>CreateVolume goes to the name's home ({@link Coordinator}: one node per name, by rendezvous
+ * hashing over the view, this node and its peers), which places creates of that name one at a time
+ * under its lock and keeps a lasting claim of where the name's volume is ({@link NameClaims}). A name
+ * with a claim goes to the claimed owner only (its create is idempotent): a retry that lands on another
+ * instance returns the volume the first call made. A name without one is placed by the content
+ * source's node, else the {@code host} parameter's, else ({@code host=auto}) by {@link Placement} among
+ * the nodes that answer; the claim is written, and synced, before the owner is asked. A home decides
+ * alone only once it has read every node's names under the view they all share ({@link
+ * HomeAuthority}); until then it first asks every node whether it holds the name. So a node that is
+ * down blocks only the creates of the names it homes (UNAVAILABLE naming it) or holds, and of the names
+ * of homes that have not read it yet under the current view. When the peer set changes, names move
+ * only to or from the nodes that joined or left, and every home reads every node again before it
+ * decides alone; meanwhile a node whose view differs is refused (UNAVAILABLE: the nodes do not agree on
+ * the peer set yet).
  * ListVolumes and ListSnapshots merge every node's entries, sorted by id and paged like a single
  * node's list, so tokens stay stable; one unreachable node makes the list UNAVAILABLE, never silently
  * shorter.
  */
 public final class RoutingControllerService extends ControllerGrpc.ControllerImplBase {
+  private static final System.Logger LOG = System.getLogger(RoutingControllerService.class.getName());
+  /** How long a home waits for a node's capacity before placing without it. */
+  private static final Duration CAPACITY_WAIT = Duration.ofSeconds(2);
+
   private final ControllerService local;
   private final ControllerBackend backend;
   private final String self;
   private final long reserveBytes;
   private final PeerClients clients;
   private final NameClaims claims;
-  private final Duration lockWait;
-  /** Serialize the placing of one name on its coordinator (striped: a few names share a lock). */
-  private final ReentrantLock[] nameLocks = new ReentrantLock[64];
+  private final NameLocks locks;
+  private final HomeAuthority authority;
+  private final ExecutorService asks = Executors.newVirtualThreadPerTaskExecutor();
 
   RoutingControllerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
-      PeerClients clients, NameClaims claims, Duration lockWait) {
+      PeerClients clients, NameClaims claims, NameLocks locks, HomeAuthority authority) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
     this.clients = clients;
     this.claims = claims;
-    this.lockWait = lockWait;
-    for (int i = 0; i < nameLocks.length; i++) {
-      nameLocks[i] = new ReentrantLock();
-    }
+    this.locks = locks;
+    this.authority = authority;
   }
 
   @Override
@@ -112,12 +127,14 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
         return InProcess.call(local::createVolume, withHost(req, self)); // answered there: name is required
       }
       host(req);
-      String coordinator = Coordinator.of(req.getName(), nodes());
-      if (coordinator.equals(self)) {
-        return place(req);
+      HomeAuthority.View v = authority.view();
+      String home = v.home(req.getName());
+      if (home.equals(self)) {
+        return place(req, v);
       }
-      return clients.client(coordinator).call(coordinatorDown(coordinator, req.getName()), (stub, key) ->
-          stub.placeVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(req).build()));
+      return clients.client(home).call(homeDown(home, req.getName()), (stub, key) ->
+          stub.placeVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(req)
+              .setView(v.proto(self)).build()));
     });
   }
 
@@ -131,82 +148,127 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     return host;
   }
 
-  /** This node and its peers. */
-  private Set<String> nodes() {
-    Set<String> nodes = new TreeSet<>(clients.peers().current().keySet());
-    nodes.add(self);
-    return nodes;
+  /** The home's part of a CreateVolume another node sent it: refused when their views differ. */
+  CreateVolumeResponse place(CreateVolumeCall call) {
+    return place(call.getRequest(), authority.check(call.getView()));
   }
 
   /**
-   * The coordinator's part of CreateVolume (this node coordinates the name): under the name's lock,
-   * the volume of that name wherever it is; else the node a lost earlier attempt was sent to ({@link
-   * NameClaims}); else a new choice, recorded before the owner is asked to create, and forgotten once
-   * it has answered for sure.
+   * The home's part of CreateVolume (this node is the name's home under {@code v}), under the name's
+   * lock: the owner the name's claim records, else (deciding alone, or after asking every node) a new
+   * choice, claimed before the owner is asked to create, and kept once it has made the volume.
    */
-  CreateVolumeResponse place(CreateVolumeRequest req) {
+  private CreateVolumeResponse place(CreateVolumeRequest req, HomeAuthority.View v) {
     String name = req.getName();
     String host = host(req);
-    Set<String> nodes = nodes();
-    String coordinator = Coordinator.of(name, nodes);
-    if (!coordinator.equals(self)) {
-      // Never decide for a name another node coordinates: two deciders could choose two owners.
+    String home = v.home(name);
+    if (!home.equals(self)) {
+      // Never decide for a name another node homes: two deciders could choose two owners.
       throw new CsiException(CsiException.Kind.UNAVAILABLE, "this node (" + self + ") was asked to place the"
-          + " volume named " + name + ", which by its peer set " + nodes + " node " + coordinator + " coordinates:"
+          + " volume named " + name + ", which by its peer set " + v.nodes() + " node " + home + " homes:"
           + " the instances do not agree on the peer set yet (a node joining or leaving); retry");
     }
-    ReentrantLock lock = nameLocks[Math.floorMod(name.hashCode(), nameLocks.length)];
+    ReentrantLock lock = locks.lock(name, self);
     try {
-      if (!lock.tryLock(lockWait.toMillis(), TimeUnit.MILLISECONDS)) {
-        throw new CsiException(CsiException.Kind.ABORTED, "another CreateVolume of the name " + name + " is being"
-            + " placed (node " + self + " coordinates it); retry");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new CsiException(CsiException.Kind.ABORTED, "interrupted while waiting to place " + name);
-    }
-    boolean recorded = false;
-    try {
-      List<PlacementReport> reports = survey(req);
-      boolean exists = reports.stream().anyMatch(r -> !r.getExistingVolumeId().isEmpty());
-      Optional<String> earlier = exists ? Optional.empty() : claims.owner(name);
-      String owner;
-      if (earlier.isPresent()) {
-        owner = earlier.get();
-        if (!host.equals(Routing.AUTO) && !host.equals(owner)) {
-          throw new CsiException(CsiException.Kind.ABORTED, "an earlier CreateVolume of the name " + name + " was"
-              + " sent to node " + owner + " and has not been answered for sure; it is finished there by a retry"
-              + " with parameters." + Routing.HOST + " auto or " + owner + ", not " + host);
+      Decision d = authority.authoritative(v) ? alone(req, host, v) : surveyed(req, host, v);
+      boolean fresh = claims.owner(name).isEmpty();
+      claims.claim(name, d.owner());
+      try {
+        return createOn(d.owner(), d.ownerGeneration(), req, v);
+      } catch (RuntimeException e) {
+        // A refusal says for sure that nothing was made: a claim this call wrote for a name no node holds goes.
+        if (fresh && !d.held() && definite(code(e))) {
+          claims.release(name);
         }
-      } else {
-        owner = owner(req, host, reports);
+        throw e;
       }
-      if (exists) {
-        claims.release(name); // a record left by a crash after its volume was made
-      } else {
-        if (earlier.isEmpty()) {
-          claims.claim(name, owner);
-        }
-        recorded = true;
-      }
-      CreateVolumeResponse made = createOn(owner, req);
-      if (recorded) {
-        claims.release(name);
-      }
-      return made;
-    } catch (CsiException e) {
-      if (recorded && definite(Rpc.status(e).getCode())) {
-        claims.release(name);
-      }
-      throw e;
-    } catch (StatusRuntimeException e) {
-      if (recorded && definite(e.getStatus().getCode())) {
-        claims.release(name);
-      }
-      throw e;
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Where a create goes: the owner, its view generation as the home knows it (0: unknown), and whether it holds the name already. */
+  private record Decision(String owner, long ownerGeneration, boolean held) {}
+
+  /** The home decides alone: its claim, else a new choice among the nodes that answer. */
+  private Decision alone(CreateVolumeRequest req, String host, HomeAuthority.View v) {
+    String name = req.getName();
+    Optional<String> claimed = claims.owner(name);
+    if (claimed.isPresent()) {
+      String owner = claimed.get();
+      if (host.equals(Routing.AUTO) || host.equals(owner)) {
+        return new Decision(owner, authority.generationOf(owner), false);
+      }
+      // Another host asked for: only if the claimed owner holds nothing of that name (it was never made, or deleted).
+      PlacementReport r = report(owner, req, v, true, ownerDown(owner, "the volume named " + name));
+      if (!r.getExistingVolumeId().isEmpty()) {
+        throw alreadyElsewhere(name, r, host);
+      }
+    }
+    Optional<String> source = sourceOwner(req, host);
+    if (source.isPresent()) {
+      return new Decision(source.get(), authority.generationOf(source.get()), false);
+    }
+    if (!host.equals(Routing.AUTO)) {
+      requireKnown(host, v);
+      return new Decision(host, authority.generationOf(host), false);
+    }
+    List<PlacementReport> live = capacities(req, v);
+    String owner = Placement.choose(live, requisite(req), Math.max(0, req.getCapacityRange().getRequiredBytes()));
+    return new Decision(owner, authority.generationOf(owner), false);
+  }
+
+  /** The home asks every node for the name first (it has not read every node under this view yet). */
+  private Decision surveyed(CreateVolumeRequest req, String host, HomeAuthority.View v) {
+    List<PlacementReport> reports = survey(req, v);
+    Optional<PlacementReport> holder = reports.stream().filter(r -> !r.getExistingVolumeId().isEmpty()).findFirst();
+    if (holder.isPresent()) {
+      if (!host.equals(Routing.AUTO) && !host.equals(holder.get().getNode())) {
+        throw alreadyElsewhere(req.getName(), holder.get(), host);
+      }
+      return new Decision(holder.get().getNode(), holder.get().getGeneration(), true);
+    }
+    // No node holds it: a claim left by a create lost before its owner recorded anything still decides.
+    Optional<String> claimed = claims.owner(req.getName());
+    String owner;
+    if (claimed.isPresent() && (host.equals(Routing.AUTO) || host.equals(claimed.get()))) {
+      owner = claimed.get();
+    } else {
+      owner = sourceOwner(req, host).orElseGet(() -> {
+        if (!host.equals(Routing.AUTO)) {
+          requireKnown(host, v);
+          return host;
+        }
+        return Placement.choose(reports, requisite(req), Math.max(0, req.getCapacityRange().getRequiredBytes()));
+      });
+    }
+    long generation = reports.stream().filter(r -> r.getNode().equals(owner)).mapToLong(PlacementReport::getGeneration)
+        .findFirst().orElse(0);
+    return new Decision(owner, generation, false);
+  }
+
+  private static CsiException alreadyElsewhere(String name, PlacementReport holder, String host) {
+    return CsiException.alreadyExists("name '" + name + "' already exists as volume " + holder.getExistingVolumeId()
+        + " on node " + holder.getNode() + ", not on node " + host + " (parameters." + Routing.HOST + ")");
+  }
+
+  private void requireKnown(String host, HomeAuthority.View v) {
+    if (!v.nodes().contains(host)) {
+      throw CsiException.invalid("parameters." + Routing.HOST + " names node " + host + ", which is neither this"
+          + " node (" + self + ") nor a peer " + new TreeSet<>(clients.peers().current().keySet()));
+    }
+  }
+
+  private static List<Topology> requisite(CreateVolumeRequest req) {
+    return req.getAccessibilityRequirements().getRequisiteList().stream()
+        .map(t -> new Topology(t.getSegmentsMap())).toList();
+  }
+
+  private static Status.Code code(RuntimeException e) {
+    if (e instanceof CsiException c) {
+      return Rpc.status(c).getCode();
+    }
+    return e instanceof StatusRuntimeException s ? s.getStatus().getCode() : Status.Code.UNKNOWN;
   }
 
   /**
@@ -222,77 +284,104 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     };
   }
 
-  private CreateVolumeResponse createOn(String owner, CreateVolumeRequest req) {
+  private CreateVolumeResponse createOn(String owner, long ownerGeneration, CreateVolumeRequest req,
+      HomeAuthority.View v) {
     CreateVolumeRequest forOwner = withHost(req, owner);
-    if (owner.equals(self)) {
-      return InProcess.call(local::createVolume, forOwner);
+    try {
+      if (owner.equals(self)) {
+        return authority.admitCreate(v.proto(self), v.generation(), () -> InProcess.call(local::createVolume, forOwner));
+      }
+      return clients.client(owner).call(ownerDown(owner, "the volume named " + req.getName()), (stub, key) ->
+          stub.createVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(forOwner)
+              .setView(v.proto(self)).setOwnerGeneration(ownerGeneration).build()));
+    } catch (RuntimeException e) {
+      if (HomeAuthority.disagreement(e)) {
+        authority.drop("node " + owner + " has another view");
+      }
+      throw e;
     }
-    return clients.client(owner).call(ownerDown(owner, "the volume named " + req.getName()), (stub, key) ->
-        stub.createVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(forOwner).build()));
   }
 
-  private static String coordinatorDown(String node, String name) {
-    return "Node " + node + " decides where a volume named " + name + " goes (one node per name, so that two"
-        + " creates of it never land on two nodes); bring the plugin on " + node + " back, or take " + node
-        + " out of the peer set if it is gone, then retry.";
+  private static String homeDown(String node, String name) {
+    return "Node " + node + " is the home of the volume name " + name + ": it decides where a volume of that name"
+        + " goes (one node per name, so that two creates of it never land on two nodes); bring the plugin on " + node
+        + " back, or take " + node + " out of the peer set if it is gone for good, then retry.";
   }
 
-  private String owner(CreateVolumeRequest req, String host, List<PlacementReport> reports) {
-    Optional<PlacementReport> holder = reports.stream().filter(r -> !r.getExistingVolumeId().isEmpty()).findFirst();
-    if (holder.isPresent()) {
-      String node = holder.get().getNode();
-      if (!host.equals(Routing.AUTO) && !host.equals(node)) {
-        throw CsiException.alreadyExists("name '" + req.getName() + "' already exists as volume "
-            + holder.get().getExistingVolumeId() + " on node " + node + ", not on node " + host
-            + " (parameters." + Routing.HOST + ")");
-      }
-      return node;
-    }
-    Optional<String> sourceOwner = sourceOwner(req);
-    if (sourceOwner.isPresent()) {
-      if (!host.equals(Routing.AUTO) && !host.equals(sourceOwner.get())) {
-        throw CsiException.invalid("volume_content_source is on node " + sourceOwner.get() + ", and a volume made"
-            + " from it is made there: parameters." + Routing.HOST + " must be auto or " + sourceOwner.get()
-            + ", not " + host);
-      }
-      return sourceOwner.get();
-    }
-    if (!host.equals(Routing.AUTO)) {
-      if (reports.stream().noneMatch(r -> r.getNode().equals(host))) {
-        throw CsiException.invalid("parameters." + Routing.HOST + " names node " + host + ", which is neither this"
-            + " node (" + self + ") nor a peer " + new TreeSet<>(clients.peers().current().keySet()));
-      }
-      return host;
-    }
-    List<Topology> requisite = req.getAccessibilityRequirements().getRequisiteList().stream()
-        .map(t -> new Topology(t.getSegmentsMap())).toList();
-    return Placement.choose(reports, requisite, Math.max(0, req.getCapacityRange().getRequiredBytes()));
-  }
-
-  private Optional<String> sourceOwner(CreateVolumeRequest req) {
+  /** The node a content source lives on, which a volume made from it is made on; checked against {@code host}. */
+  private Optional<String> sourceOwner(CreateVolumeRequest req, String host) {
     if (!req.hasVolumeContentSource()) {
       return Optional.empty();
     }
     VolumeContentSource src = req.getVolumeContentSource();
-    return switch (src.getTypeCase()) {
+    Optional<String> owner = switch (src.getTypeCase()) {
       case SNAPSHOT -> Routing.ownerIfOurs(backend, src.getSnapshot().getSnapshotId(), false);
       case VOLUME -> Routing.ownerIfOurs(backend, src.getVolume().getVolumeId(), true);
       case TYPE_NOT_SET -> Optional.empty();
     };
+    if (owner.isPresent() && !host.equals(Routing.AUTO) && !host.equals(owner.get())) {
+      throw CsiException.invalid("volume_content_source is on node " + owner.get() + ", and a volume made"
+          + " from it is made there: parameters." + Routing.HOST + " must be auto or " + owner.get()
+          + ", not " + host);
+    }
+    return owner;
   }
 
-  /** Every node's placement report, this one's included; UNAVAILABLE when a peer cannot answer. */
-  private List<PlacementReport> survey(CreateVolumeRequest req) {
+  /** One node's report; {@code named}: with whether it holds the name (read after its running creates). */
+  private PlacementReport report(String node, CreateVolumeRequest req, HomeAuthority.View v, boolean named,
+      String recovery) {
+    String name = named ? req.getName() : "";
+    if (node.equals(self)) {
+      return named
+          ? authority.listing(() -> NodeReport.of(backend, self, reserveBytes, name, req.getParametersMap(),
+              v.generation()))
+          : NodeReport.of(backend, self, reserveBytes, name, req.getParametersMap(), v.generation());
+    }
+    return clients.client(node).call(recovery, (stub, key) -> (named ? stub
+        : stub.withDeadlineAfter(CAPACITY_WAIT.toMillis(), TimeUnit.MILLISECONDS))
+        .placement(PlacementQuery.newBuilder().setIdempotencyKey(key).setVolumeName(name)
+            .putAllParameters(req.getParametersMap()).setView(v.proto(self)).build()));
+  }
+
+  /** The capacity of every node that answers, asked at once; a node that does not is left out. */
+  private List<PlacementReport> capacities(CreateVolumeRequest req, HomeAuthority.View v) {
+    Map<String, Future<PlacementReport>> asked = new TreeMap<>();
+    for (String node : v.nodes()) {
+      asked.put(node, asks.submit(() -> report(node, req, v, false, "")));
+    }
+    List<PlacementReport> live = new ArrayList<>();
+    for (Map.Entry<String, Future<PlacementReport>> e : asked.entrySet()) {
+      try {
+        live.add(e.getValue().get());
+      } catch (ExecutionException ex) {
+        if (ex.getCause() instanceof RuntimeException r && HomeAuthority.disagreement(r)) {
+          authority.drop("node " + e.getKey() + " has another view");
+          throw r;
+        }
+        LOG.log(System.Logger.Level.DEBUG, "node {0} left out of placement: {1}", e.getKey(),
+            ex.getCause().getMessage());
+      } catch (InterruptedException ex) {
+        Thread.currentThread().interrupt();
+        throw new CsiException(CsiException.Kind.ABORTED, "interrupted while asking the nodes' capacity");
+      }
+    }
+    return live;
+  }
+
+  /** Every node's placement report, this one's included; UNAVAILABLE when a node cannot answer. */
+  private List<PlacementReport> survey(CreateVolumeRequest req, HomeAuthority.View v) {
     List<PlacementReport> reports = new ArrayList<>();
-    reports.add(NodeReport.of(backend, self, reserveBytes, req.getName(), req.getParametersMap()));
-    for (String node : new TreeSet<>(clients.peers().current().keySet())) {
-      reports.add(clients.client(node).call("A volume name is looked up on every node before a volume is made,"
-          + " so that a retried CreateVolume never makes a second one; bring the plugin on " + node + " back, or"
-          + " take " + node + " out of the peer set if it is gone, then retry.", (stub, key) ->
-          stub.placement(PlacementQuery.newBuilder().setIdempotencyKey(key).setVolumeName(req.getName())
-              .putAllParameters(req.getParametersMap()).build())));
+    for (String node : v.nodes()) {
+      reports.add(report(node, req, v, true, "A home that has not yet read every node's names under the current"
+          + " peer set asks every node for a name before a volume is made, so that a retried CreateVolume never"
+          + " makes a second one; bring the plugin on " + node + " back, or take " + node + " out of the peer"
+          + " set if it is gone for good, then retry."));
     }
     return reports;
+  }
+
+  void close() {
+    asks.shutdownNow();
   }
 
   /** The request as the owner must see it: {@code host} names the owner, for backends that read it. */

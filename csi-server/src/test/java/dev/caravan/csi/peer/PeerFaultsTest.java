@@ -44,7 +44,7 @@ class PeerFaultsTest {
     }
   }
 
-  /** A name, starting with {@code prefix}, whose creates {@code node} coordinates. */
+  /** A name, starting with {@code prefix}, whose home is {@code node}. */
   private static String nameCoordinatedBy(String node, String prefix) {
     for (int i = 0; ; i++) {
       if (Coordinator.of(prefix + i, NODES).equals(node)) {
@@ -66,8 +66,9 @@ class PeerFaultsTest {
     return volumeFiles().stream().filter(f -> f.endsWith(".img")).toList();
   }
 
-  private List<String> placing(String node) throws Exception {
-    Path dir = cluster.node(node).data().resolve("peer/placing");
+  /** The name claims {@code node} keeps as a home. */
+  private List<String> claims(String node) throws Exception {
+    Path dir = cluster.node(node).data().resolve("peer/claims");
     if (!Files.isDirectory(dir)) {
       return List.of();
     }
@@ -96,7 +97,7 @@ class PeerFaultsTest {
     assertThat(cluster.awaitExit("n3")).isEqualTo(CrashPoints.EXIT_STATUS);
     assertThat(images()).isEmpty();
     assertThat(volumeFiles()).isNotEmpty().allMatch(f -> f.startsWith("n3/"));
-    assertThat(placing("n1")).hasSize(1);
+    assertThat(claims("n1")).hasSize(1);
 
     // While n3 is down, a retry anywhere waits for it rather than making the volume elsewhere.
     StatusRuntimeException down = GrpcOutcomes.error(() -> cluster.csi("n1").createVolume(req));
@@ -112,8 +113,9 @@ class PeerFaultsTest {
     assertThat(Files.size(cluster.node("n3").data().resolve("volumes").resolve(made.getVolumeId() + ".img")))
         .isEqualTo(GIB);
     assertThat(cluster.csi("n3").createVolume(req).getVolume()).isEqualTo(made);
-    assertThat(placing("n1")).isEmpty();
-    // By free space alone a new volume now goes elsewhere: the record, not luck, sent the retry to n3.
+    // The claim stays: every later create of the name goes to n3, the volume's owner.
+    assertThat(claims("n1")).hasSize(1);
+    // By free space alone a new volume now goes elsewhere: the claim, not luck, sent the retry to n3.
     Volume next = cluster.csi("n3").createVolume(PeersTest.create("next", "auto", GIB)).getVolume();
     // (n1 or n2: they tie but for the shared filesystem's free bytes, read a moment apart.)
     assertThat(PeersTest.nodeOf(next)).isIn("n1", "n2");

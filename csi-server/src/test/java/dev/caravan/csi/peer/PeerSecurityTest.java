@@ -6,6 +6,7 @@ import dev.caravan.csi.GrpcOutcomes;
 import dev.caravan.csi.peer.v1.CreateVolumeCall;
 import dev.caravan.csi.peer.v1.DeleteVolumeCall;
 import dev.caravan.csi.peer.v1.PeerGrpc;
+import dev.caravan.csi.peer.v1.View;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import io.grpc.ManagedChannel;
@@ -15,6 +16,7 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -138,7 +140,9 @@ class PeerSecurityTest {
     try {
       PeerGrpc.PeerBlockingStub peer = PeerGrpc.newBlockingStub(ch);
       CreateVolumeCall call = CreateVolumeCall.newBuilder().setIdempotencyKey("create-once")
-          .setRequest(PeersTest.create("replayed", "n1", 16 << 20).toBuilder().removeParameters("host")).build();
+          .setRequest(PeersTest.create("replayed", "n1", 16 << 20).toBuilder().removeParameters("host"))
+          .setView(View.newBuilder().setNode("n2").setFingerprint(HomeAuthority.fingerprint(Set.of("n1", "n2", "n3"))))
+          .build();
       String id = peer.withDeadlineAfter(5, TimeUnit.SECONDS).createVolume(call).getVolume().getVolumeId();
       cluster.csi("n3").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
       assertThat(cluster.files("n1", "volumes")).doesNotContain(id + ".img");

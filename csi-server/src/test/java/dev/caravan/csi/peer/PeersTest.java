@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -168,8 +169,14 @@ class PeersTest {
         ListVolumesRequest.getDefaultInstance()));
     assertThat(list.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
     assertThat(list.getStatus().getDescription()).contains("node n2");
+    // A new name whose home is n2 waits for it (names other nodes home do not: PeerHomesTest).
+    String homedOnN2 = "while-down";
+    while (!Coordinator.of(homedOnN2, Set.of("n1", "n2", "n3")).equals("n2")) {
+      homedOnN2 = homedOnN2 + "-";
+    }
+    String name = homedOnN2;
     StatusRuntimeException create = GrpcOutcomes.error(() -> cluster.csi("n1").createVolume(
-        create("while-down", "auto", 16 * MIB)));
+        create(name, "auto", 16 * MIB)));
     assertThat(create.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
     assertThat(create.getStatus().getDescription()).contains("node n2");
     // No other node touched n2's storage, and once it is back the delete goes through.

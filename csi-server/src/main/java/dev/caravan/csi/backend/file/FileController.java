@@ -416,6 +416,14 @@ final class FileController implements ControllerBackend {
     return store.volumes().stream().filter(r -> r.state() == State.READY).map(this::info).toList();
   }
 
+  /** Ready volumes and those a create recorded and has not finished (a retry finishes them here). */
+  @Override
+  public Map<String, String> volumeNames() {
+    Map<String, String> names = new TreeMap<>();
+    store.volumes().stream().filter(r -> r.state() != State.DELETING).forEach(r -> names.putIfAbsent(r.name(), r.id()));
+    return names;
+  }
+
   // ---- snapshots -------------------------------------------------------------------------------
 
   @Override
