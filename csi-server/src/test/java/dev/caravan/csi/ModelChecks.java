@@ -83,7 +83,8 @@ final class ModelChecks {
 
   /**
    * From the mount table alone: a device mounted read-write at two publish targets belongs to one
-   * single-node-multi-writer volume. A block target is a bind of the device node (its root names it).
+   * volume, and not to a SINGLE_NODE_SINGLE_WRITER one. A block target is a bind of the device node
+   * (its root names it).
    */
   private void noSecondWriter(List<MountEntry> table) throws IOException {
     Path targets = d.f.root.resolve("per-alloc");
@@ -103,7 +104,7 @@ final class ModelChecks {
         owners.add(p.getParent().getFileName().toString().replaceFirst("-t[0-9]+$", ""));
       }
       ModelState.Vol v = owners.size() == 1 ? d.m.volumes.get(owners.iterator().next()) : null;
-      if (v == null || v.mode != ModelState.MULTI_WRITER) {
+      if (v == null || v.mode == ModelState.SOLE_WRITER) {
         throw new ModelFailure("no second writer", "device " + w.getKey() + " is mounted read-write at "
             + w.getValue() + " (volumes " + owners + ")");
       }

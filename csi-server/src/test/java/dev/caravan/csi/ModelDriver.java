@@ -115,7 +115,11 @@ final class ModelDriver implements AutoCloseable {
   }
 
   static VolumeCapability cap(boolean block, int mode) {
-    Mode m = mode == ModelState.MULTI_WRITER ? Mode.SINGLE_NODE_MULTI_WRITER : Mode.SINGLE_NODE_WRITER;
+    Mode m = switch (mode) {
+      case ModelState.MULTI_WRITER -> Mode.SINGLE_NODE_MULTI_WRITER;
+      case ModelState.SOLE_WRITER -> Mode.SINGLE_NODE_SINGLE_WRITER;
+      default -> Mode.SINGLE_NODE_WRITER;
+    };
     return block ? Caps.block(m) : Caps.mount("ext4", m);
   }
 

@@ -48,7 +48,8 @@ final class ModelGenerator {
     int r = random.nextInt(120);
     if (r < 12) {
       return maybeTwice(ModelStep.of(Op.CREATE, anyVolume()).withFlag(random.nextInt(10) < 3)
-          .withN(random.nextInt(10) < 3 ? ModelState.MULTI_WRITER : ModelState.SINGLE_WRITER));
+          .withN(random.nextInt(10) < 4 ? ModelState.SOLE_WRITER
+              : random.nextInt(3) == 0 ? ModelState.MULTI_WRITER : ModelState.SINGLE_WRITER));
     } else if (r < 16) {
       return ModelStep.of(Op.CREATE_FROM_SNAPSHOT, anyVolume()).withOther(snapshot(m));
     } else if (r < 20) {

@@ -31,6 +31,30 @@ final class ModelRunner {
     this.shrinkBudget = shrinkBudget;
   }
 
+  /**
+   * Long runs by hand, outside the build: {@code ModelRunner <backend> <first seed> <seeds> <steps>},
+   * on the test class path; prints one line per seed and each counterexample, shrunk.
+   */
+  public static void main(String[] args) throws Exception {
+    TestBackend backend = switch (args[0]) {
+      case "local" -> TestBackend.local();
+      case "qnap" -> TestBackend.qnapOnLio();
+      default -> TestBackend.file();
+    };
+    long first = Long.parseLong(args[1]);
+    int steps = Integer.parseInt(args[3]);
+    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file")),
+        Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 900)));
+    for (long seed = first; seed < first + Long.parseLong(args[2]); seed++) {
+      long start = System.nanoTime();
+      Optional<Counterexample> c = runner.explore(seed, steps);
+      System.out.printf("seed %d, %d steps: %s (%d s)%n", seed, steps, c.map(x -> "COUNTEREXAMPLE").orElse("held"),
+          Duration.ofNanos(System.nanoTime() - start).toSeconds());
+      c.ifPresent(x -> System.out.println(x.report()));
+      System.out.flush();
+    }
+  }
+
   /** Draws and runs {@code budget} steps from {@code seed}; a counterexample comes back shrunk. */
   Optional<Counterexample> explore(long seed, int budget) throws Exception {
     ModelGenerator g = new ModelGenerator(seed, options, backend);

@@ -105,8 +105,10 @@ final class ModelSpec {
 
   /**
    * NodePublishVolume: absent → NOT_FOUND; not staged → FAILED_PRECONDITION (published only after
-   * NodeStage); same target: same readonly → OK, other → ALREADY_EXISTS; another target of a
-   * single-writer volume → FAILED_PRECONDITION, of a single-node-multi-writer one → OK (§2.3 table).
+   * NodeStage); same target: same readonly → OK, other → ALREADY_EXISTS; another target (§2.3 table):
+   * of a SINGLE_NODE_SINGLE_WRITER volume → FAILED_PRECONDITION, of a SINGLE_NODE_MULTI_WRITER one →
+   * OK, of a SINGLE_NODE_WRITER one the table's SHOULD is FAILED_PRECONDITION while Caravan documents
+   * OK (Nomad runs several allocations of one volume on a node, AccessMode#soleTarget): either.
    */
   static Set<Code> publish(ModelState m, String name, int target, boolean readOnly) {
     ModelState.Vol v = m.volumes.get(name);
@@ -120,8 +122,11 @@ final class ModelSpec {
     if (there != null) {
       return EnumSet.of(there == readOnly ? OK : ALREADY_EXISTS);
     }
-    if (!v.targets.isEmpty() && v.mode == ModelState.SINGLE_WRITER) {
+    if (!v.targets.isEmpty() && v.mode == ModelState.SOLE_WRITER) {
       return EnumSet.of(FAILED_PRECONDITION);
+    }
+    if (!v.targets.isEmpty() && v.mode == ModelState.SINGLE_WRITER) {
+      return EnumSet.of(OK, FAILED_PRECONDITION);
     }
     return EnumSet.of(OK);
   }

@@ -12,9 +12,14 @@ import java.util.TreeSet;
  * allows, {@link ModelChecks} compares it with the host.
  */
 final class ModelState {
-  /** Access modes the model uses: one writer at one target, or many targets on this node. */
+  /**
+   * Access modes the model uses: SINGLE_NODE_WRITER (Caravan allows several targets on the node, as
+   * Nomad runs several allocations of one volume there: AccessMode#soleTarget), SINGLE_NODE_MULTI_WRITER
+   * (several targets by definition) and SINGLE_NODE_SINGLE_WRITER (one target, one writer).
+   */
   static final int SINGLE_WRITER = 0;
   static final int MULTI_WRITER = 1;
+  static final int SOLE_WRITER = 2;
 
   static final class Vol {
     final String name;

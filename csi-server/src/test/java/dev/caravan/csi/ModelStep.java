@@ -15,7 +15,7 @@ import java.util.stream.Collectors;
  * @param other the second name: the snapshot of SNAPSHOT, DELETE_SNAPSHOT and CREATE_FROM_SNAPSHOT, the
  *     source volume of CLONE
  * @param n a small number: the target of PUBLISH, UNPUBLISH and STATS, the access mode of CREATE (0
- *     single-node-writer, 1 single-node-multi-writer), how many records WRITE appends, the variant of BAD
+ *     single-node-writer, 1 single-node-multi-writer, 2 single-node-single-writer), how many records WRITE appends, the variant of BAD
  * @param flag block access for CREATE, read-only for PUBLISH, the wrong access type for STAGE
  * @param twice the call is made twice at once (a CO that lost track of it)
  * @param crash the crash point the plugin dies at during this step ("" for none): the plugin runs as a
@@ -77,7 +77,8 @@ record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean t
       s.append(' ').append(other);
     }
     switch (op) {
-      case CREATE -> s.append(flag ? " block" : " mount").append(n == 1 ? " multi-writer" : " single-writer");
+      case CREATE -> s.append(flag ? " block" : " mount")
+          .append(n == 1 ? " multi-writer" : n == 2 ? " single-node-single-writer" : " single-node-writer");
       case PUBLISH -> s.append(" t").append(n).append(flag ? " read-only" : " read-write");
       case UNPUBLISH, STATS -> s.append(" t").append(n);
       case WRITE -> s.append(' ').append(n).append(" records");

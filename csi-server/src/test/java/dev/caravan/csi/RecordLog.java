@@ -41,9 +41,8 @@ final class RecordLog {
   static Contents readPrefix(Path file, int maxBytes) throws IOException {
     ByteBuffer buf = ByteBuffer.allocate(maxBytes);
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-      int n;
-      while (buf.hasRemaining() && (n = ch.read(buf, buf.position())) > 0) {
-        buf.position(buf.position() + n);
+      while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
+        // read advances the buffer's position
       }
     }
     return parse(java.util.Arrays.copyOf(buf.array(), buf.position()));
