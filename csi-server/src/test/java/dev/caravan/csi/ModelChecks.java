@@ -128,29 +128,50 @@ final class ModelChecks {
     }
   }
 
-  /** Loop devices (file backend) and node journal records: one per staged volume and DHV volume, none leaked. */
+  /**
+   * Loop devices (file backend): one per staged volume and DHV volume. Node journal records: one per
+   * staged volume in the plugin's journal, one per DHV volume in the DHV plugin's journals. None leaked.
+   */
   private void devicesAndJournal() throws IOException {
-    long staged = d.m.stagedCount() + d.m.dhv.size();
+    long staged = d.m.stagedCount();
     if (d.f.backend.driver().equals("file")) {
       long loops = d.f.ourLoops().size();
-      if (loops != staged) {
+      if (loops != staged + d.m.dhv.size()) {
         throw new ModelFailure("host matches the model", loops + " loop devices on the data directory, "
-            + staged + " staged volumes: " + d.f.ourLoops());
+            + staged + " staged volumes and " + d.m.dhv.size() + " DHV volumes: " + d.f.ourLoops());
       }
     }
-    Path journal = d.f.settings().journalDir();
-    Set<String> records = new TreeSet<>();
-    if (Files.isDirectory(journal)) {
-      try (Stream<Path> s = Files.list(journal)) {
-        s.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".staged"))
-            .map(n -> n.substring(0, n.length() - ".staged".length()).replaceFirst("\\.[0-9]+$", ""))
-            .forEach(records::add);
-      }
-    }
+    Set<String> records = journalRecords(d.f.settings().journalDir());
     if (records.size() != staged) {
       throw new ModelFailure("host matches the model", records.size() + " node journal records, " + staged
           + " staged volumes: " + records);
     }
+    Set<String> dhv = new TreeSet<>();
+    Path nodes = d.f.data.resolve("dhv/nodes");
+    if (Files.isDirectory(nodes)) {
+      try (Stream<Path> s = Files.walk(nodes, 2)) {
+        for (Path journal : s.filter(p -> p.getFileName().toString().equals("journal")).toList()) {
+          dhv.addAll(journalRecords(journal));
+        }
+      }
+    }
+    if (dhv.size() != d.m.dhv.size()) {
+      throw new ModelFailure("host matches the model", dhv.size() + " DHV journal records, " + d.m.dhv.size()
+          + " DHV volumes: " + dhv);
+    }
+  }
+
+  /** The volumes a node journal directory holds records of (below it, at any depth). */
+  private static Set<String> journalRecords(Path journal) throws IOException {
+    Set<String> records = new TreeSet<>();
+    if (Files.isDirectory(journal)) {
+      try (Stream<Path> s = Files.walk(journal)) {
+        s.filter(Files::isRegularFile).map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".staged"))
+            .map(n -> n.substring(0, n.length() - ".staged".length()).replaceFirst("\\.[0-9]+$", ""))
+            .forEach(records::add);
+      }
+    }
+    return records;
   }
 
   /** The plugin lists exactly the model's volumes and snapshots (DHV volumes aside), each as large as the model says, and the storage has them. */

@@ -36,7 +36,7 @@ abstract class ModelConformance {
     int steps = Integer.getInteger("caravan.model.steps", steps());
     int seeds = Integer.getInteger("caravan.model.seeds", 1);
     ModelRunner runner = new ModelRunner(backend, options(),
-        Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 600)));
+        Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 300)));
     List<String> found = new ArrayList<>();
     for (long s = seed; s < seed + seeds; s++) {
       long start = System.nanoTime();

@@ -9,7 +9,7 @@ class ModelConformanceOnFileTest extends ModelConformance {
 
   @Override
   int steps() {
-    return 300;
+    return 120;
   }
 
   @Override

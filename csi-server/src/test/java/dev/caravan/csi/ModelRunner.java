@@ -14,9 +14,10 @@ import java.util.Optional;
  */
 final class ModelRunner {
   /** A run that broke an invariant: the steps up to and including the failing one. */
-  record Counterexample(long seed, List<ModelStep> steps, ModelFailure failure) {
+  record Counterexample(long seed, int ran, List<ModelStep> steps, ModelFailure failure) {
     String report() {
-      return "seed " + seed + ": " + failure.kind + " broken after " + steps.size() + " steps\n"
+      return "seed " + seed + ": " + failure.kind + " broken at step " + ran + ", shrunk to " + steps.size()
+          + " steps:\n"
           + ModelStep.describe(steps) + "failure: " + failure.getMessage() + "\n";
     }
   }
@@ -63,9 +64,12 @@ final class ModelRunner {
     if (failure.isEmpty()) {
       return Optional.empty();
     }
+    System.out.println("seed " + seed + ": " + failure.get().getMessage() + "\nat step " + done.size() + " ("
+        + done.get(done.size() - 1) + "); shrinking");
+    System.out.flush();
     List<ModelStep> shrunk = shrink(done, failure.get().kind);
     ModelFailure last = replay(shrunk).orElse(failure.get());
-    return Optional.of(new Counterexample(seed, shrunk, last));
+    return Optional.of(new Counterexample(seed, done.size(), shrunk, last));
   }
 
   /** Runs exactly {@code steps}; the first invariant broken, if any. */
@@ -117,6 +121,14 @@ final class ModelRunner {
   List<ModelStep> shrink(List<ModelStep> failing, String kind) throws Exception {
     long deadline = System.nanoTime() + shrinkBudget.toNanos();
     List<ModelStep> steps = new ArrayList<>(failing);
+    // First without the steps that each start a JVM (kills, DHV): most failures need none of them.
+    List<ModelStep> cheap = steps.stream().filter(s -> s.crash().isEmpty() && !s.op().name().startsWith("DHV")).toList();
+    if (cheap.size() < steps.size()) {
+      Optional<ModelFailure> f = replay(cheap);
+      if (f.isPresent() && f.get().kind.equals(kind)) {
+        steps = new ArrayList<>(cheap);
+      }
+    }
     int n = 2;
     while (steps.size() >= 2 && System.nanoTime() < deadline) {
       int chunk = (steps.size() + n - 1) / n;

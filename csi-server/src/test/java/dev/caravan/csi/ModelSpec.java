@@ -45,7 +45,10 @@ final class ModelSpec {
       }
       return v.mode == mode ? EnumSet.of(OK) : EnumSet.of(OK, ALREADY_EXISTS);
     }
-    return EnumSet.of(sourceExists ? OK : NOT_FOUND);
+    if (!sourceExists) {
+      return EnumSet.of(NOT_FOUND);
+    }
+    return request.startsWith("volume ") ? liveCopy(m, request.split(" ")[1]) : EnumSet.of(OK);
   }
 
   /**
@@ -73,7 +76,20 @@ final class ModelSpec {
     if (s != null) {
       return EnumSet.of(s.source().equals(source) ? OK : ALREADY_EXISTS);
     }
-    return m.volumes.containsKey(source) ? EnumSet.of(OK) : EnumSet.of(NOT_FOUND, INVALID_ARGUMENT);
+    if (!m.volumes.containsKey(source)) {
+      return EnumSet.of(NOT_FOUND, INVALID_ARGUMENT);
+    }
+    return liveCopy(m, source);
+  }
+
+  /**
+   * A point-in-time copy (snapshot or clone) of {@code source}: OK, or FAILED_PRECONDITION when it is a
+   * staged block volume, which has no filesystem to freeze; the file backend refuses that copy on a
+   * data directory without reflinks rather than cut one that writes could tear (its message says so).
+   */
+  static Set<Code> liveCopy(ModelState m, String source) {
+    ModelState.Vol v = m.volumes.get(source);
+    return v != null && v.block && v.staged ? EnumSet.of(OK, FAILED_PRECONDITION) : EnumSet.of(OK);
   }
 
   /** DeleteSnapshot: absent → OK; "in use" is FAILED_PRECONDITION and the spec is silent on whether a clone uses it. */
