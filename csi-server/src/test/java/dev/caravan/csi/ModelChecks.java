@@ -225,7 +225,10 @@ final class ModelChecks {
     if (!d.f.ourMounts().isEmpty() || !d.f.ourLoops().isEmpty()) {
       throw new ModelFailure("nothing leaked", "left after tear-down: " + d.f.ourMounts() + " " + d.f.ourLoops());
     }
-    Set<String> objects = d.f.storageObjects();
+    // The DHV plugin's lock files stay by design (DhvStore#lock): removing one would let a waiter lock a
+    // file nobody else opens any more. They hold no data.
+    Set<String> objects = new TreeSet<>(d.f.storageObjects());
+    objects.removeIf(o -> o.startsWith("dhv/locks/"));
     if (!objects.isEmpty()) {
       throw new ModelFailure("nothing leaked", "storage objects left after every volume and snapshot was deleted: "
           + objects);
