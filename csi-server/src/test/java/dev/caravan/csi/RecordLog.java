@@ -31,7 +31,43 @@ final class RecordLog {
 
   /** Reads {@code file} from the start; stops at the first record that is short, mis-numbered or fails its checksum. */
   static Contents read(Path file) throws IOException {
-    byte[] all = Files.readAllBytes(file);
+    return parse(Files.readAllBytes(file));
+  }
+
+  /**
+   * Reads the first {@code maxBytes} of {@code file} with the same rules: a block device holds its log
+   * at offset 0 and zeros or stale data after it.
+   */
+  static Contents readPrefix(Path file, int maxBytes) throws IOException {
+    ByteBuffer buf = ByteBuffer.allocate(maxBytes);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+      while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
+        // read advances the buffer's position
+      }
+    }
+    return parse(java.util.Arrays.copyOf(buf.array(), buf.position()));
+  }
+
+  /**
+   * Appends {@code count} records numbered from {@code first} at their place in {@code file} (a file on
+   * a mounted volume, created if absent, or a block device) and fsyncs them before returning.
+   */
+  static void appendDurably(Path file, long first, int count, int generation) throws IOException {
+    try (FileChannel ch = Files.isRegularFile(file) || !Files.exists(file)
+        ? FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)
+        : FileChannel.open(file, StandardOpenOption.WRITE)) {
+      for (long n = first; n < first + count; n++) {
+        ByteBuffer r = record(n, generation);
+        long at = n * RECORD;
+        while (r.hasRemaining()) {
+          at += ch.write(r, at);
+        }
+      }
+      ch.force(true);
+    }
+  }
+
+  private static Contents parse(byte[] all) {
     ByteBuffer b = ByteBuffer.wrap(all);
     long n = 0;
     while (b.remaining() >= RECORD) {

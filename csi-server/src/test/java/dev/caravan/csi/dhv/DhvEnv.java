@@ -9,15 +9,15 @@ import java.util.Map;
  * docs/dhv-deferred-binding.md defines for publish and unpublish. A node is a node id plus that
  * node's {@code host_volumes_dir}; two nodes on this host share the plugin's data directory.
  */
-final class DhvEnv {
-  record Node(String id, Path volumesDir, Path pluginDir) {}
+public final class DhvEnv {
+  public record Node(String id, Path volumesDir, Path pluginDir) {}
 
   /**
    * One volume as Nomad's server knows it.
    *
    * @param parameters {@code DHV_PARAMETERS} exactly as Nomad writes it ({@code null} when none)
    */
-  record Volume(String id, String name, String namespace, long minBytes, long maxBytes, String parameters) {
+  public record Volume(String id, String name, String namespace, long minBytes, long maxBytes, String parameters) {
     Volume withMin(long bytes) {
       return new Volume(id, name, namespace, bytes, maxBytes, parameters);
     }
@@ -34,7 +34,7 @@ final class DhvEnv {
   }
 
   /** The 11 create variables. */
-  static Map<String, String> create(Node n, Volume v) {
+  public static Map<String, String> create(Node n, Volume v) {
     Map<String, String> env = common("create", n, v);
     env.put("DHV_CAPACITY_MIN_BYTES", Long.toString(v.minBytes()));
     env.put("DHV_CAPACITY_MAX_BYTES", Long.toString(v.maxBytes()));
@@ -42,7 +42,7 @@ final class DhvEnv {
   }
 
   /** The 10 delete variables, {@code DHV_CREATED_PATH} being what create returned. */
-  static Map<String, String> delete(Node n, Volume v, String createdPath) {
+  public static Map<String, String> delete(Node n, Volume v, String createdPath) {
     Map<String, String> env = common("delete", n, v);
     env.put("DHV_CREATED_PATH", createdPath);
     return env;

@@ -22,10 +22,10 @@ import java.util.concurrent.TimeoutException;
  * child gets SIGKILL (Go's exec.CommandContext; Java's destroyForcibly is SIGKILL too) and nothing
  * else, and the runner then waits for stdout to close, as Go's Wait does.
  */
-final class NomadDhvRunner {
+public final class NomadDhvRunner {
   /** Nomad's limits: fingerprint runs under the 1 s discovery context, the other operations under 60 s. */
   static final Duration FINGERPRINT_DEADLINE = Duration.ofSeconds(1);
-  static final Duration OP_DEADLINE = Duration.ofSeconds(60);
+  public static final Duration OP_DEADLINE = Duration.ofSeconds(60);
 
   /** How long stdout may stay open after the kill before we call it held by a grandchild. */
   private static final Duration AFTER_KILL = Duration.ofSeconds(5);
@@ -39,9 +39,9 @@ final class NomadDhvRunner {
    * @param killed whether the deadline passed and the child was SIGKILLed
    * @param stdoutClosed whether stdout reached end-of-file (false: a grandchild still holds it)
    */
-  record Outcome(int exitStatus, boolean killed, boolean stdoutClosed, String stdout, String stderr, Duration took) {
+  public record Outcome(int exitStatus, boolean killed, boolean stdoutClosed, String stdout, String stderr, Duration took) {
     /** stdout as Nomad parses it: one JSON object. */
-    Map<String, Object> json() {
+    public Map<String, Object> json() {
       Object v = Json.parse(stdout.strip());
       if (!(v instanceof Map<?, ?> m)) {
         throw new AssertionError("stdout is not a JSON object: " + stdout);
@@ -58,7 +58,7 @@ final class NomadDhvRunner {
     }
   }
 
-  static Outcome run(Path executable, String operation, Map<String, String> env, Duration deadline) {
+  public static Outcome run(Path executable, String operation, Map<String, String> env, Duration deadline) {
     ProcessBuilder pb = new ProcessBuilder(executable.toString(), operation)
         .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
     pb.environment().clear();
