@@ -40,8 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The Grafana dashboard and the Prometheus alerting rules in examples/ against what Caravan really
  * exports: every metric they name is a family that a running file plugin registers (after a volume
- * was created, staged and published) or, for the qnap-only sweeper, that the sweeper registers. The rules also pass {@code promtool
- * check rules}, so Prometheus would load them.
+ * was created, staged and published) or, for the qnap-only sweeper, that the sweeper registers. The
+ * rules also pass {@code promtool check rules}, so Prometheus would load them.
  */
 class OperatorExamplesTest {
   private static final Path EXAMPLES = Path.of("..", "examples");
@@ -89,13 +89,14 @@ class OperatorExamplesTest {
         "promtool is missing (Debian's prometheus package; scripts/install-deps installs it)");
     Process p = new ProcessBuilder(promtool.toString(), "check", "rules", RULES.toString())
         .redirectErrorStream(true).start();
-    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    // Read before waiting: a child blocked on a full pipe would never exit.
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as(out).isZero();
     assertThat(out).contains("SUCCESS");
   }
 
-  /** Histogram series are named after their family with _bucket, _count or _sum; Info with _info. */
+  /** Histogram series are named after their family with _bucket, _count or _sum. */
   private static String family(String series) {
     return series.replaceAll("_(bucket|count|sum)$", "");
   }
