@@ -14,19 +14,15 @@ import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
-import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -80,20 +76,23 @@ public class PeerScaleBenchmark {
   @Setup(Level.Trial)
   public void setUp() throws Exception {
     dir = Files.createTempDirectory("caravan-bench-scale");
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+    PeerFixtures.openssl(dir,
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
         "-subj", "/CN=caravan bench CA", "-keyout", dir.resolve("ca.key").toString(), "-out",
         dir.resolve("ca.pem").toString());
     Map<String, PeerAddress> all = new LinkedHashMap<>();
     for (int i = 1; i <= nodes; i++) {
-      all.put("n" + i, new PeerAddress("127.0.0.1", freePort()));
+      all.put("n" + i, new PeerAddress("127.0.0.1", PeerFixtures.freePort()));
     }
     for (String id : all.keySet()) {
       Path d = dir.resolve(id);
       Files.createDirectories(d);
-      openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + id,
+      PeerFixtures.openssl(dir,
+          "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + id,
           "-keyout", d.resolve("key.pem").toString(), "-out", d.resolve("req.pem").toString());
       Files.writeString(d.resolve("ext.cnf"), "subjectAltName=DNS:" + id + "\n");
-      openssl("x509", "-req", "-in", d.resolve("req.pem").toString(), "-CA", dir.resolve("ca.pem").toString(),
+      PeerFixtures.openssl(dir,
+          "x509", "-req", "-in", d.resolve("req.pem").toString(), "-CA", dir.resolve("ca.pem").toString(),
           "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-days", "2", "-extfile",
           d.resolve("ext.cnf").toString(), "-out", d.resolve("cert.pem").toString());
       Map<String, PeerAddress> others = new LinkedHashMap<>(all);
@@ -172,26 +171,6 @@ public class PeerScaleBenchmark {
     for (Plugin p : plugins) {
       p.shutdown(Duration.ofSeconds(2));
     }
-    try (Stream<Path> s = Files.walk(dir)) {
-      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
-    }
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
-
-  private void openssl(String... args) throws IOException, InterruptedException {
-    List<String> command = new ArrayList<>(List.of("openssl"));
-    command.addAll(List.of(args));
-    Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (p.waitFor() != 0) {
-      throw new IllegalStateException("openssl " + String.join(" ", args) + " failed: " + out);
-    }
+    PeerFixtures.deleteTree(dir);
   }
 }
