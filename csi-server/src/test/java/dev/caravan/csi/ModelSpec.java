@@ -48,7 +48,10 @@ final class ModelSpec {
     if (!sourceExists) {
       return EnumSet.of(NOT_FOUND);
     }
-    return request.startsWith("volume ") ? liveCopy(m, request.split(" ")[1]) : EnumSet.of(OK);
+    // A clone's request reads "volume <source> <access type> <bytes>".
+    return request.startsWith("volume ")
+        ? liveCopy(m, request.substring("volume ".length(), request.indexOf(' ', "volume ".length())))
+        : EnumSet.of(OK);
   }
 
   /**
