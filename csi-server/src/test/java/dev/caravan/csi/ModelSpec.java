@@ -41,14 +41,22 @@ final class ModelSpec {
       // range, the capabilities and the content source. Another access type or size is incompatible;
       // another single-node access mode of a volume that serves both is left open: either answer.
       if (!v.request.equals(request)) {
-        return EnumSet.of(ALREADY_EXISTS);
+        // A request that differs only in its size, for a volume that has since grown to at least that
+        // size: the volume now satisfies it, so a plugin may call it compatible.
+        String kind = request.substring(0, request.lastIndexOf(' '));
+        long asked = Long.parseLong(request.substring(request.lastIndexOf(' ') + 1));
+        boolean grownInto = v.request.substring(0, v.request.lastIndexOf(' ')).equals(kind) && v.bytes >= asked;
+        return grownInto ? EnumSet.of(OK, ALREADY_EXISTS) : EnumSet.of(ALREADY_EXISTS);
       }
       return v.mode == mode ? EnumSet.of(OK) : EnumSet.of(OK, ALREADY_EXISTS);
     }
     if (!sourceExists) {
       return EnumSet.of(NOT_FOUND);
     }
-    return request.startsWith("volume ") ? liveCopy(m, request.split(" ")[1]) : EnumSet.of(OK);
+    // A clone's request reads "volume <source> <access type> <bytes>".
+    return request.startsWith("volume ")
+        ? liveCopy(m, request.substring("volume ".length(), request.indexOf(' ', "volume ".length())))
+        : EnumSet.of(OK);
   }
 
   /**
