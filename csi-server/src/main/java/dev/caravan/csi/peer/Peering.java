@@ -2,13 +2,19 @@ package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.observe.inspect.PeerNodes;
+import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.service.ControllerService;
 import io.grpc.BindableService;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -23,14 +29,22 @@ public final class Peering implements AutoCloseable {
   private final PeerClients clients;
   private final RoutingControllerService controller;
   private final ControllerBackend backend;
+  private final ScheduledExecutorService watcher;
 
   private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
-      ControllerBackend backend) {
+      ControllerBackend backend, ScheduledExecutorService watcher) {
     this.server = server;
     this.clients = clients;
     this.controller = controller;
     this.backend = backend;
+    this.watcher = watcher;
   }
+
+  /**
+   * How often the credential files are looked at without a handshake or call: a change closes the
+   * connections made under the old files even while no peer calls.
+   */
+  static final Duration WATCH = Duration.ofSeconds(5);
 
   /**
    * Starts the peer endpoint.
@@ -40,24 +54,35 @@ public final class Peering implements AutoCloseable {
    * @param stateDir where this node keeps what it must remember across restarts as a name's
    *     coordinator ({@link NameClaims}): a directory of the plugin's data directory
    * @param nodeLayers this node's own node-side layers of a volume, for the other nodes' inspectors
+   * @param metrics where refusals and the certificate's expiry are counted
    */
   public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend,
-      Path stateDir, Function<String, NodeLayersAnswer> nodeLayers) throws IOException {
+      Path stateDir, Function<String, NodeLayersAnswer> nodeLayers, Metrics metrics) throws IOException {
     CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
-    PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
+    metrics.peerCertificateExpiry(() -> files.current().chain().getFirst().getNotAfter().toInstant());
+    RefusalLog refusals = new RefusalLog(self, metrics, Clock.systemUTC());
+    PeerClients clients = new PeerClients(s.peers(), files, s.timeout(), refusals);
     RoutingControllerService controller = new RoutingControllerService(local, backend, self, s.reserveBytes(), clients,
         new NameClaims(stateDir.resolve("placing")), s.timeout());
     PeerServer server;
     try {
       server = PeerServer.start(s.listen(), files, s.peers(),
-          new PeerService(local, backend, self, s.reserveBytes(), controller::place, nodeLayers));
+          new PeerService(local, backend, self, s.reserveBytes(), controller::place, nodeLayers), refusals);
     } catch (IOException | RuntimeException e) {
       clients.close();
       throw e;
     }
+    ScheduledExecutorService watcher = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "caravan-peer-credentials");
+      t.setDaemon(true);
+      return t;
+    });
+    // files::current notices a change itself and logs what it cannot read: nothing to collect from the future.
+    ScheduledFuture<?> unused =
+        watcher.scheduleWithFixedDelay(files::current, WATCH.toMillis(), WATCH.toMillis(), TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, controller, backend);
+    return new Peering(server, clients, controller, backend, watcher);
   }
 
   /** The other nodes' plugins, for the claim-chain inspector: each asked with {@link PeerNodes#DEADLINE}. */
@@ -89,6 +114,7 @@ public final class Peering implements AutoCloseable {
 
   @Override
   public void close() {
+    watcher.shutdownNow();
     clients.close();
     server.close();
   }
