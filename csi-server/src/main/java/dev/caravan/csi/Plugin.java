@@ -12,6 +12,7 @@ import dev.caravan.csi.node.NodeEngine;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.Observability;
+import dev.caravan.csi.peer.PeerCredentialChecks;
 import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.peer.Peering;
 import dev.caravan.csi.server.CsiServer;
@@ -123,6 +124,8 @@ public final class Plugin implements AutoCloseable {
    *     serves its own node alone
    */
   public static Plugin start(Settings s, IscsiGc iscsiGc, Optional<PeerSettings> peers) throws IOException {
+    // Before anything is opened: a peer certificate that cannot work stops the start, naming the rule and file.
+    peers.ifPresent(p -> PeerCredentialChecks.requireUsable(p, s.nodeId()));
     AllowedRoots roots = AllowedRoots.of(s.effectiveAllowedRoots());
     // The journal first: the backend asks it what this node has staged and published.
     NodeJournal journal = NodeJournal.open(s.journalDir());
@@ -154,7 +157,7 @@ public final class Plugin implements AutoCloseable {
       ControllerService localController = new ControllerService(controller, locks, s.nodeId());
       if (peers.isPresent()) {
         peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller(),
-            s.dataDir().resolve("peer"), observability.inspector()::ownLayers);
+            s.dataDir().resolve("peer"), observability.inspector()::ownLayers, observability.metrics());
         // The inspector starts before the peer endpoint (which serves the inspector's own layers).
         observability.inspector().askPeers(peering.nodes());
       }

@@ -14,7 +14,9 @@ import picocli.CommandLine.Option;
 /** {@code caravan doctor}: the preflight a node operator runs before deploying the plugin. */
 @Command(name = "doctor", description = {
     "Check this node for what the driver needs: kernel features, the libraries the bindings load, tools,",
-    "pools (local), iscsid and multipathd (qnap), the Nomad mount root, permissions and the data directory.",
+    "pools (local), iscsid and multipathd (qnap), the Nomad mount root, permissions and the data directory;",
+    "with --peer-tls-*, the peer certificate as serve checks it before it starts (subjectAltName holds the node",
+    "id, the key is its key, it chains to the CA, its extended key usage, its expiry).",
     "Each line is OK, WARN or FAIL with the fix; the exit code is 1 when a line FAILs."})
 final class DoctorCommand implements Callable<Integer> {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -37,6 +39,19 @@ final class DoctorCommand implements Callable<Integer> {
 
   @Option(names = "--pool", paramLabel = "POOL", description = "local: a pool the plugin is allowed to use; repeatable.")
   List<String> pools = new ArrayList<>();
+
+  @Option(names = "--node-id", description = "The node id the peer certificate must name (default: as serve:"
+      + " $CSI_NODE_ID, else the hostname).")
+  String nodeId;
+
+  @Option(names = "--peer-tls-cert", description = "serve's --peer-tls-cert: check it with the two below.")
+  Path peerTlsCert;
+
+  @Option(names = "--peer-tls-key", description = "serve's --peer-tls-key.")
+  Path peerTlsKey;
+
+  @Option(names = "--peer-tls-ca", description = "serve's --peer-tls-ca.")
+  Path peerTlsCa;
 
   @Override
   public Integer call() {
@@ -64,8 +79,23 @@ final class DoctorCommand implements Callable<Integer> {
     }
     Path root = first(mountRoot, serve.allowedRoots.isEmpty() ? null : serve.allowedRoots.getFirst(),
         NOMAD_MOUNT_ROOT);
-    List<Preflight.Check> checks = Preflight.run(drv,
-        first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv)), root, allowlisted);
+    List<Preflight.Check> checks = new ArrayList<>(Preflight.run(drv,
+        first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv)), root, allowlisted));
+    Path cert = first(peerTlsCert, serve.peerTlsCert, null);
+    Path key = first(peerTlsKey, serve.peerTlsKey, null);
+    Path ca = first(peerTlsCa, serve.peerTlsCa, null);
+    if (cert != null || key != null || ca != null) {
+      if (cert == null || key == null || ca == null) {
+        System.err.println("caravan doctor: the peer credentials are checked together: give --peer-tls-cert,"
+            + " --peer-tls-key and --peer-tls-ca");
+        return 2;
+      }
+      if (nodeId != null) {
+        serve.nodeId = nodeId;
+      }
+      // Peers are for the file and local drivers, whose node id is the flag, CSI_NODE_ID or the hostname.
+      checks.addAll(Preflight.peer(cert, key, ca, serve.nodeId("file")));
+    }
     PrintWriter out = spec.commandLine().getOut();
     out.println("caravan doctor --driver " + drv);
     checks.forEach(c -> out.println(c.line()));

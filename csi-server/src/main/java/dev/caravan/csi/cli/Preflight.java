@@ -2,6 +2,7 @@ package dev.caravan.csi.cli;
 
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.bindings.NativeLibraries.Library;
+import dev.caravan.csi.peer.PeerCredentialChecks;
 import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.iscsi.Iscsi;
@@ -13,6 +14,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -71,6 +73,12 @@ final class Preflight {
     p.mountRoot(mountRoot);
     p.dataDir(dataDir);
     return List.copyOf(p.checks);
+  }
+
+  /** The checks of a node's own peer credentials, the ones {@code serve} runs before it starts. */
+  static List<Check> peer(Path cert, Path key, Path ca, String node) {
+    return PeerCredentialChecks.check(cert, key, ca, node, Instant.now()).stream()
+        .map(f -> new Check(Status.valueOf(f.severity().name()), f.subject(), f.found(), f.fix())).toList();
   }
 
   private void add(Status s, String subject, String found, String fix) {

@@ -24,11 +24,14 @@ final class PeerClient implements AutoCloseable {
   private final PeerAddress address;
   private final ManagedChannel channel;
   private final Duration timeout;
+  private final RefusalLog refusals;
 
-  PeerClient(String node, PeerAddress address, CredentialFiles files, Duration timeout) throws SSLException {
+  PeerClient(String node, PeerAddress address, CredentialFiles files, Duration timeout, RefusalLog refusals)
+      throws SSLException {
     this.node = node;
     this.address = address;
     this.timeout = timeout;
+    this.refusals = refusals;
     this.channel = NettyChannelBuilder.forAddress(address.host(), address.port())
         .sslContext(PeerTls.client(files, node))
         .build();
@@ -48,9 +51,9 @@ final class PeerClient implements AutoCloseable {
   }
 
   /**
-   * Runs one call with a new idempotency key. A peer that cannot be reached (or refuses the TLS
-   * handshake, or does not answer in time) is UNAVAILABLE naming the node, its address and {@code
-   * recovery}; any status the peer itself sent (marked {@link PeerServer#ANSWERED}), UNAVAILABLE for an
+   * Runs one call with a new idempotency key. A peer that cannot be reached (or does not answer in
+   * time) is UNAVAILABLE naming the node, its address and {@code recovery}; a refused handshake is
+   * UNAVAILABLE saying which side refused which certificate ({@link CallerView}); any status the peer itself sent (marked {@link PeerServer#ANSWERED}), UNAVAILABLE for an
    * owner that it could not reach included, passes through unchanged.
    */
   <R> R call(String recovery, BiFunction<PeerGrpc.PeerBlockingStub, String, R> body) {
@@ -63,8 +66,9 @@ final class PeerClient implements AutoCloseable {
       Metadata trailers = Status.trailersFromThrowable(e);
       boolean answered = trailers != null && trailers.containsKey(PeerServer.ANSWERED);
       if (!answered && (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED)) {
-        throw new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " (peer endpoint " + address
-            + ") cannot be reached: " + code + why(e) + ". " + recovery);
+        throw new CsiException(CsiException.Kind.UNAVAILABLE, CallerView.refusal(node, address, e, refusals)
+            .orElseGet(() -> "node " + node + " (peer endpoint " + address + ") cannot be reached: " + code + why(e))
+            + ". " + recovery);
       }
       throw e;
     }
@@ -84,6 +88,11 @@ final class PeerClient implements AutoCloseable {
       out.append(": ").append(root.getMessage());
     }
     return out.toString();
+  }
+
+  /** Lets calls in flight finish and takes no new ones. */
+  void retire() {
+    channel.shutdown();
   }
 
   @Override

@@ -10,18 +10,29 @@ import javax.net.ssl.SSLException;
 /**
  * One {@link PeerClient} per peer node, replaced when the node's address changes, and when its last
  * connection attempt failed: a peer that was down is tried afresh at the next call, not after gRPC's
- * reconnect backoff.
+ * reconnect backoff. All are replaced when the credential files change: a connection keeps the
+ * certificates of its handshake, and the peer it reaches must pass the files as they are now.
  */
 final class PeerClients implements AutoCloseable {
   private final PeerSet peers;
   private final CredentialFiles files;
   private final Duration timeout;
+  private final RefusalLog refusals;
   private final Map<String, PeerClient> clients = new HashMap<>();
 
-  PeerClients(PeerSet peers, CredentialFiles files, Duration timeout) {
+  PeerClients(PeerSet peers, CredentialFiles files, Duration timeout, RefusalLog refusals) {
     this.peers = peers;
     this.files = files;
     this.timeout = timeout;
+    this.refusals = refusals;
+    files.onChange(this::retireAll);
+  }
+
+  private void retireAll() {
+    synchronized (clients) {
+      clients.values().forEach(PeerClient::retire);
+      clients.clear();
+    }
   }
 
   PeerSet peers() {
@@ -30,6 +41,7 @@ final class PeerClients implements AutoCloseable {
 
   /** The client for {@code node}; UNAVAILABLE, naming the known nodes, when it is not a peer. */
   PeerClient client(String node) {
+    files.current(); // a change of the files since the last call retires the connections made under the old ones
     Map<String, PeerAddress> now = peers.current();
     PeerAddress address = now.get(node);
     if (address == null) {
@@ -45,7 +57,7 @@ final class PeerClients implements AutoCloseable {
       }
       if (c == null) {
         try {
-          c = new PeerClient(node, address, files, timeout);
+          c = new PeerClient(node, address, files, timeout, refusals);
         } catch (SSLException e) {
           throw new CsiException(CsiException.Kind.UNAVAILABLE, "cannot set up TLS to node " + node + ": "
               + e.getMessage());

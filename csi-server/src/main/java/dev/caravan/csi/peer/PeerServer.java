@@ -2,6 +2,7 @@ package dev.caravan.csi.peer;
 
 import io.grpc.BindableService;
 import io.grpc.ForwardingServerCall;
+import io.grpc.Grpc;
 import io.grpc.Metadata;
 import io.grpc.Server;
 import io.grpc.ServerCall;
@@ -10,37 +11,112 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.nio.NioIoHandler;
+import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
 import java.time.Duration;
-import java.util.Locale;
-import java.util.Set;
+import java.util.Arrays;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
 
 /**
  * The peer endpoint on its TCP address: mTLS only, and only for clients whose certificate names a
- * node of the current peer set.
+ * node of the current peer set and passes the credential files as they are at each call.
  */
 final class PeerServer implements AutoCloseable {
   private final Server server;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
 
-  private PeerServer(Server server) {
+  private PeerServer(Server server, EventLoopGroup boss, EventLoopGroup workers) {
     this.server = server;
+    this.boss = boss;
+    this.workers = workers;
   }
 
-  static PeerServer start(PeerAddress listen, CredentialFiles files, PeerSet peers, BindableService service)
-      throws IOException {
+  static PeerServer start(PeerAddress listen, CredentialFiles files, PeerSet peers, BindableService service,
+      RefusalLog refusals) throws IOException {
+    PeerTrustManager clients = PeerTls.clients(files, peers);
+    PeerConnections connections = new PeerConnections(clients, refusals);
+    files.onChange(connections::credentialsChanged);
+    // Event loops of its own: the listening channel is ours (PeerConnections), so gRPC wants its loops too.
+    EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("caravan-peer-accept", true),
+        NioIoHandler.newFactory());
+    EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, new DefaultThreadFactory("caravan-peer-io", true),
+        NioIoHandler.newFactory());
     Server s = NettyServerBuilder.forAddress(new InetSocketAddress(listen.host(), listen.port()))
-        .sslContext(PeerTls.server(files, node -> lowerCase(peers).contains(node)))
-        .addService(ServerInterceptors.intercept(service, new Answered()))
+        .channelFactory(connections.listener())
+        .bossEventLoopGroup(boss)
+        .workerEventLoopGroup(workers)
+        .sslContext(PeerTls.server(files, clients))
+        .addService(ServerInterceptors.intercept(service, new Answered(), new StillAccepted(files, clients, refusals)))
         .build();
     try {
       s.start();
     } catch (IOException e) {
+      stop(boss);
+      stop(workers);
       throw new IOException("cannot listen for peers on " + listen + ": " + e.getMessage(), e);
     }
-    return new PeerServer(s);
+    return new PeerServer(s, boss, workers);
+  }
+
+  /**
+   * The trailer of a call refused because the connection's client no longer passes the credential
+   * files (they changed since its handshake): its value is the reason's label.
+   */
+  static final Metadata.Key<String> REFUSED = Metadata.Key.of("caravan-peer-refused", Metadata.ASCII_STRING_MARSHALLER);
+
+  /**
+   * Checks each call's client certificate against the credential files as they are now, not only at
+   * the handshake: a call on a connection opened before a certificate or CA was taken away is refused
+   * even if it arrives before that connection is closed.
+   */
+  private static final class StillAccepted implements ServerInterceptor {
+    private final CredentialFiles files;
+    private final PeerTrustManager clients;
+    private final RefusalLog refusals;
+
+    StillAccepted(CredentialFiles files, PeerTrustManager clients, RefusalLog refusals) {
+      this.files = files;
+      this.clients = clients;
+      this.refusals = refusals;
+    }
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+        ServerCallHandler<Q, R> next) {
+      files.current(); // notices a change of the files, which closes the connections made under the old ones
+      SSLSession session = call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION);
+      try {
+        if (session == null) {
+          throw new PeerRefusal(RefusalReason.NO_CERTIFICATE, Optional.empty(), "no TLS session", null);
+        }
+        Certificate[] presented = session.getPeerCertificates();
+        clients.check(Arrays.copyOf(presented, presented.length, X509Certificate[].class));
+      } catch (PeerRefusal r) {
+        refusals.refused(r.reason(), call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR), r.subject(), r.names(),
+            "on a connection opened before the peer credential files changed");
+        Metadata trailers = new Metadata();
+        trailers.put(REFUSED, r.reason().label);
+        call.close(Status.UNAVAILABLE.withDescription("the certificate this connection was opened with is no longer"
+            + " accepted: " + r.reason().rule), trailers);
+        return new ServerCall.Listener<>() {};
+      } catch (SSLPeerUnverifiedException | ArrayStoreException e) {
+        Metadata trailers = new Metadata();
+        trailers.put(REFUSED, RefusalReason.NO_CERTIFICATE.label);
+        call.close(Status.UNAVAILABLE.withDescription(RefusalReason.NO_CERTIFICATE.rule), trailers);
+        return new ServerCall.Listener<>() {};
+      }
+      return next.startCall(call, headers);
+    }
   }
 
   /**
@@ -63,10 +139,6 @@ final class PeerServer implements AutoCloseable {
     }
   }
 
-  private static Set<String> lowerCase(PeerSet peers) {
-    return peers.current().keySet().stream().map(n -> n.toLowerCase(Locale.ROOT)).collect(Collectors.toSet());
-  }
-
   int port() {
     return server.getPort();
   }
@@ -86,5 +158,12 @@ final class PeerServer implements AutoCloseable {
   @Override
   public void close() {
     shutdown(Duration.ofSeconds(2));
+    stop(boss);
+    stop(workers);
+  }
+
+  /** Stops an event loop group, waiting a few seconds at most for its threads to end. */
+  private static void stop(EventLoopGroup group) {
+    boolean unused = group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
   }
 }

@@ -6,7 +6,6 @@ import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslProvider;
 import java.util.Locale;
-import java.util.function.Predicate;
 import javax.net.ssl.SSLException;
 
 /**
@@ -19,21 +18,27 @@ final class PeerTls {
 
   private PeerTls() {}
 
-  /** A server context serving clients whose certificate names a node {@code clientNode} accepts. */
-  static SslContext server(CredentialFiles files, Predicate<String> clientNode) throws SSLException {
+  /** A server context serving clients that {@code clients} accepts. */
+  static SslContext server(CredentialFiles files, PeerTrustManager clients) throws SSLException {
     SslContextBuilder b = SslContextBuilder.forServer(new PeerKeyManager(files))
-        .trustManager(new PeerTrustManager(files, n -> clientNode.test(n), "a node of the peer set"))
+        .trustManager(clients)
         .clientAuth(ClientAuth.REQUIRE)
         .protocols(PROTOCOLS);
     return GrpcSslContexts.configure(b, SslProvider.JDK).build();
   }
 
   /** A client context that talks only to a server whose certificate names {@code node}. */
+  /** Accepts clients whose certificate names a node of {@code peers} (as it is at each handshake). */
+  static PeerTrustManager clients(CredentialFiles files, PeerSet peers) {
+    return new PeerTrustManager(files, n -> peers.current().keySet().stream().anyMatch(p -> p.toLowerCase(Locale.ROOT)
+        .equals(n)), "a node of the peer set", RefusalReason.NOT_A_PEER);
+  }
+
   static SslContext client(CredentialFiles files, String node) throws SSLException {
     String want = node.toLowerCase(Locale.ROOT);
     SslContextBuilder b = SslContextBuilder.forClient()
         .keyManager(new PeerKeyManager(files))
-        .trustManager(new PeerTrustManager(files, want::equals, "node " + node))
+        .trustManager(new PeerTrustManager(files, want::equals, "node " + node, RefusalReason.WRONG_NODE))
         .protocols(PROTOCOLS);
     return GrpcSslContexts.configure(b, SslProvider.JDK).build();
   }

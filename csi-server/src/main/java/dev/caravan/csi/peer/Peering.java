@@ -2,6 +2,7 @@ package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.observe.inspect.PeerNodes;
+import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.service.ControllerService;
@@ -10,7 +11,12 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -26,15 +32,23 @@ public final class Peering implements AutoCloseable {
   private final RoutingControllerService controller;
   private final ControllerBackend backend;
   private final HomeAuthority authority;
+  private final ScheduledExecutorService watcher;
 
   private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
-      ControllerBackend backend, HomeAuthority authority) {
+      ControllerBackend backend, HomeAuthority authority, ScheduledExecutorService watcher) {
     this.server = server;
     this.clients = clients;
     this.controller = controller;
     this.backend = backend;
     this.authority = authority;
+    this.watcher = watcher;
   }
+
+  /**
+   * How often the credential files are looked at without a handshake or call: a change closes the
+   * connections made under the old files even while no peer calls.
+   */
+  static final Duration WATCH = Duration.ofSeconds(5);
 
   /**
    * Starts the peer endpoint.
@@ -44,11 +58,14 @@ public final class Peering implements AutoCloseable {
    * @param stateDir where this node keeps what it must remember across restarts as a name's home
    *     ({@link NameClaims}, its view generation): a directory of the plugin's data directory
    * @param nodeLayers this node's own node-side layers of a volume, for the other nodes' inspectors
+   * @param metrics where refusals and the certificate's expiry are counted
    */
   public static Peering start(PeerSettings s, String self, ControllerService local, ControllerBackend backend,
-      Path stateDir, Function<String, NodeLayersAnswer> nodeLayers) throws IOException {
+      Path stateDir, Function<String, NodeLayersAnswer> nodeLayers, Metrics metrics) throws IOException {
     CredentialFiles files = CredentialFiles.open(s.cert(), s.key(), s.ca());
-    PeerClients clients = new PeerClients(s.peers(), files, s.timeout());
+    metrics.peerCertificateExpiry(() -> files.current().chain().getFirst().getNotAfter().toInstant());
+    RefusalLog refusals = new RefusalLog(self, metrics, Clock.systemUTC());
+    PeerClients clients = new PeerClients(s.peers(), files, s.timeout(), refusals);
     NameClaims claims = new NameClaims(claimsDir(stateDir));
     NameLocks locks = new NameLocks(s.timeout());
     HomeAuthority authority = new HomeAuthority(self, clients, backend, claims, locks, stateDir);
@@ -57,16 +74,25 @@ public final class Peering implements AutoCloseable {
     PeerServer server;
     try {
       server = PeerServer.start(s.listen(), files, s.peers(),
-          new PeerService(local, backend, self, s.reserveBytes(), controller::place, authority, nodeLayers));
+          new PeerService(local, backend, self, s.reserveBytes(), controller::place, authority, nodeLayers),
+          refusals);
     } catch (IOException | RuntimeException e) {
       authority.close();
       clients.close();
       throw e;
     }
     authority.start();
+    ScheduledExecutorService watcher = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "caravan-peer-credentials");
+      t.setDaemon(true);
+      return t;
+    });
+    // files::current notices a change itself and logs what it cannot read: nothing to collect from the future.
+    ScheduledFuture<?> unused =
+        watcher.scheduleWithFixedDelay(files::current, WATCH.toMillis(), WATCH.toMillis(), TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, controller, backend, authority);
+    return new Peering(server, clients, controller, backend, authority, watcher);
   }
 
   /**
@@ -111,6 +137,7 @@ public final class Peering implements AutoCloseable {
 
   @Override
   public void close() {
+    watcher.shutdownNow();
     authority.close();
     controller.close();
     clients.close();

@@ -13,12 +13,15 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.Base64;
 import java.util.Date;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.bouncycastle.asn1.x500.X500Name;
 import org.bouncycastle.asn1.x509.BasicConstraints;
+import org.bouncycastle.asn1.x509.ExtendedKeyUsage;
 import org.bouncycastle.asn1.x509.Extension;
 import org.bouncycastle.asn1.x509.GeneralName;
 import org.bouncycastle.asn1.x509.GeneralNames;
+import org.bouncycastle.asn1.x509.KeyPurposeId;
 import org.bouncycastle.asn1.x509.KeyUsage;
 import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
 import org.bouncycastle.cert.jcajce.JcaX509v3CertificateBuilder;
@@ -52,26 +55,55 @@ final class PeerCa {
   }
 
   Leaf issue(String node, Instant notBefore, Instant notAfter) throws Exception {
+    return issue(node, List.of(node), notBefore, notAfter);
+  }
+
+  /**
+   * A certificate with subject CN {@code node}, the DNS names {@code sans} in its subjectAltName and,
+   * when {@code usages} are given, an extended key usage extension holding just those.
+   */
+  Leaf issue(String node, List<String> sans, Instant notBefore, Instant notAfter, KeyPurposeId... usages)
+      throws Exception {
     KeyPair k = keyPair();
     JcaX509v3CertificateBuilder b = new JcaX509v3CertificateBuilder(new X500Name(cert.getSubjectX500Principal()
         .getName()), BigInteger.valueOf(SERIAL.incrementAndGet()), Date.from(notBefore), Date.from(notAfter),
         new X500Name("CN=" + node), k.getPublic());
     b.addExtension(Extension.basicConstraints, true, new BasicConstraints(false));
-    b.addExtension(Extension.subjectAlternativeName, false,
-        new GeneralNames(new GeneralName(GeneralName.dNSName, node)));
+    if (!sans.isEmpty()) {
+      b.addExtension(Extension.subjectAlternativeName, false, new GeneralNames(
+          sans.stream().map(n -> new GeneralName(GeneralName.dNSName, n)).toArray(GeneralName[]::new)));
+    }
+    if (usages.length > 0) {
+      b.addExtension(Extension.extendedKeyUsage, false, new ExtendedKeyUsage(usages));
+    }
     return new Leaf(sign(b, keys.getPrivate()), k.getPrivate());
+  }
+
+  /** {@code leaf}'s certificate with another key pair's private key: a key that does not match. */
+  static Leaf withForeignKey(Leaf leaf) throws Exception {
+    return new Leaf(leaf.cert(), keyPair().getPrivate());
+  }
+
+  /** Replaces only ca.pem in {@code dir}, atomically. */
+  static void writeCa(Path dir, X509Certificate... cas) throws Exception {
+    StringBuilder caText = new StringBuilder();
+    for (X509Certificate ca : cas) {
+      caText.append(pem("CERTIFICATE", ca.getEncoded()));
+    }
+    replace(dir.resolve("ca.pem"), caText.toString());
+  }
+
+  /** Replaces only cert.pem and key.pem in {@code dir}, atomically each. */
+  static void writeLeaf(Path dir, Leaf leaf) throws Exception {
+    replace(dir.resolve("cert.pem"), pem("CERTIFICATE", leaf.cert().getEncoded()));
+    replace(dir.resolve("key.pem"), pem("PRIVATE KEY", leaf.key().getEncoded()));
   }
 
   /** Writes cert.pem, key.pem and ca.pem (the given CAs) into {@code dir}, replacing files atomically. */
   static void write(Path dir, Leaf leaf, X509Certificate... cas) throws Exception {
     Files.createDirectories(dir);
-    StringBuilder caText = new StringBuilder();
-    for (X509Certificate ca : cas) {
-      caText.append(pem("CERTIFICATE", ca.getEncoded()));
-    }
-    replace(dir.resolve("cert.pem"), pem("CERTIFICATE", leaf.cert().getEncoded()));
-    replace(dir.resolve("key.pem"), pem("PRIVATE KEY", leaf.key().getEncoded()));
-    replace(dir.resolve("ca.pem"), caText.toString());
+    writeLeaf(dir, leaf);
+    writeCa(dir, cas);
   }
 
   static CredentialFiles open(Path dir) throws Exception {

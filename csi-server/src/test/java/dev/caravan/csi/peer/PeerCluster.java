@@ -9,8 +9,11 @@ import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
+import dev.caravan.csi.observe.metrics.PrometheusMetrics;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -161,7 +164,7 @@ final class PeerCluster implements AutoCloseable {
     Plugin.Settings settings = new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
         base.journalDir(), base.pluginName(), base.maxVolumes(), storage.options(n))
         .withAllowedRoots(List.of(work)) // a test stages and publishes below the cluster's directory
-        .withObserve(ObserveSettings.off().withNomad(nomad));
+        .withObserve(ObserveSettings.off().withNomad(nomad).withMetrics(true));
     n.plugin = Plugin.start(settings, IscsiGc.DEFAULT, Optional.of(peers));
     n.channel = new UnixChannel(socket);
     n.csi = ControllerGrpc.newBlockingStub(n.channel.channel());
@@ -237,6 +240,15 @@ final class PeerCluster implements AutoCloseable {
       n.channel.close();
       n.channel = null;
     }
+  }
+
+  /** The value of the sample {@code name{labels}} in {@code id}'s metrics; 0 when there is none yet. */
+  double metric(String id, String name, String labels) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ((PrometheusMetrics) nodes.get(id).plugin.observability().metrics()).write(out);
+    String prefix = name + "{" + labels + "} ";
+    return out.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith(prefix))
+        .mapToDouble(l -> Double.parseDouble(l.substring(prefix.length()).strip())).findFirst().orElse(0);
   }
 
   /** The files of {@code id}'s data directory below {@code sub} ("volumes", "snapshots"). */

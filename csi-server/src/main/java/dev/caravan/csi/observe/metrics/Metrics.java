@@ -1,6 +1,8 @@
 package dev.caravan.csi.observe.metrics;
 
 import dev.caravan.csi.node.NodeObserver;
+import java.time.Instant;
+import java.util.function.Supplier;
 
 /**
  * The instrumentation hooks the plugin calls on its hot paths: one RPC finished, one node host
@@ -34,4 +36,10 @@ public interface Metrics extends NodeObserver {
 
   /** A ControllerUnpublish removed an attachment that had refused another node's publish (see {@link MeteredControllerBackend}). */
   default void forcedDetach(String backend) {}
+
+  /** This node refused a peer's handshake or call, for {@code reason} (the peer package's reason labels). */
+  default void peerRefusal(String reason) {}
+
+  /** This node's peer certificate's expiry, as {@code notAfter} reads it at each scrape (the file is re-read on change). */
+  default void peerCertificateExpiry(Supplier<Instant> notAfter) {}
 }

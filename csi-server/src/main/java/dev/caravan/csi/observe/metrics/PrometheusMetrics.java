@@ -20,8 +20,10 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -48,6 +50,8 @@ public final class PrometheusMetrics implements Metrics {
   private final Histogram backendOpSeconds;
   private final Counter fencedPublishes;
   private final Counter forcedDetaches;
+  private final Counter peerRefusals;
+  private final Clock clock = Clock.systemUTC();
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
   /** Whether the JVM and process metrics are registered yet: at the first scrape, not at start. */
   private boolean jvmMetrics;
@@ -79,6 +83,11 @@ public final class PrometheusMetrics implements Metrics {
         .help("ControllerUnpublishVolume calls that removed a node's attachment after that attachment had refused"
             + " another node's publish of the volume, as this instance saw since it started.")
         .labelNames("backend").register(registry);
+    peerRefusals = Counter.builder().name("caravan_peer_refusals_total")
+        .help("Peer handshakes and calls this node refused, by reason: plaintext, no_certificate, unknown_ca, expired,"
+            + " not_a_peer (the certificate names no node of the peer set), wrong_node (a node called answered with"
+            + " another node's certificate), handshake (any other TLS failure).")
+        .labelNames("reason").register(registry);
     // JvmMetrics is not registered here: it reads the platform MXBeans (java.lang.management and its
     // JMX machinery), about 0.2 s of a cold start's main thread before the CSI socket could open, for
     // figures nobody asks for until the first scrape (registeredRegistry).
@@ -207,6 +216,19 @@ public final class PrometheusMetrics implements Metrics {
   @Override
   public void forcedDetach(String backend) {
     forcedDetaches.labelValues(backend).inc();
+  }
+
+  @Override
+  public void peerRefusal(String reason) {
+    peerRefusals.labelValues(reason).inc();
+  }
+
+  @Override
+  public void peerCertificateExpiry(Supplier<Instant> notAfter) {
+    GaugeWithCallback.builder().name("caravan_peer_certificate_days_left")
+        .help("Days until this node's peer certificate (--peer-tls-cert, as last read) expires; negative once it has.")
+        .callback(cb -> cb.call(Duration.between(clock.instant(), notAfter.get()).toSeconds() / 86400.0))
+        .register(registry);
   }
 
   @Override
