@@ -129,7 +129,9 @@ public final class NodeEngine {
                 + describe(Optional.of(s.mode()), s.mountFlags())
                 + " (a repeated NodeStageVolume must carry an identical volume_capability)");
       }
-      if (h.complete() && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(staging))) {
+      if (h.complete() && (s.accessType() == AccessType.BLOCK
+          ? recordedDeviceHolds(current.get(), s.volume())
+          : MountTable.isMountPoint(staging))) {
         return;
       }
     }
@@ -158,6 +160,22 @@ public final class NodeEngine {
       rollBackStage(current, wasMounted, s);
       throw translate(e);
     }
+  }
+
+  /**
+   * Whether the device a completed block stage recorded is still the volume's. A device number is
+   * only a number: after a reboot (the journal is on disk) or a detach behind the plugin's back, it
+   * can name another volume's device, and a repeated stage that answered OK would have the next
+   * publish bind that device. When it is not, the stage runs every step again, attaching anew.
+   */
+  private boolean recordedDeviceHolds(StagedVolume v, VolumeRef volume) {
+    Optional<Path> device = v.device();
+    if (device.isPresent() && backend.holds(volume, device.get())) {
+      return true;
+    }
+    LOG.log(System.Logger.Level.WARNING, "volume " + v.volumeId() + ": the recorded device "
+        + device.map(Path::toString).orElse("(none)") + " is no longer this volume's; staging it again");
+    return false;
   }
 
   /**
@@ -398,6 +416,13 @@ public final class NodeEngine {
                   .toList()
               + "; " + AccessMode.SINGLE_NODE_SINGLE_WRITER + " allows a single publish target per node, so"
               + " target_path " + p.target() + " (" + p.mode() + ") is refused; unpublish the other target first");
+    }
+    if (p.accessType() == AccessType.BLOCK
+        && live.device().filter(d -> !backend.holds(live.ref(), d)).isPresent()) {
+      throw CsiException.failedPrecondition(
+          "volume " + p.volumeId() + ": the device recorded at its stage, " + live.device().get() + ", is no"
+              + " longer this volume's (detached, or its number given to another volume since); stage it again"
+              + " (NodeStageVolume) before publishing");
     }
     Published entry = new Published(p.target(), p.stagingPath(), p.readOnly(), Optional.of(p.mode()), p.mountFlags());
     journal.put(live.withTarget(entry));
