@@ -18,6 +18,8 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.exec.ToolRunner;
@@ -28,12 +30,15 @@ import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * What only the file backend promises: its layout under the data directory (an image and a record
@@ -147,6 +152,77 @@ class FileBackendOnFileTest {
       LoopDevices.find(other).ifPresent(LoopDevices::detach);
     }
     assertThat(LoopDevices.find(image)).as("unstage detached this volume's device").isEmpty();
+  }
+
+  /**
+   * A read-only stage writes nothing to the device: an empty volume is refused, not formatted; a
+   * filesystem whose journal still holds committed transactions (the image copied while another
+   * volume had it mounted: what a crash leaves) is mounted without replaying them. The image's bytes
+   * are compared before and after.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"ext4", "xfs"})
+  void aReadOnlyStageNeverWritesToTheDevice(String fs) throws IOException {
+    Host.requireLoopAndExt4();
+    if (fs.equals("xfs")) {
+      Host.requireXfs();
+    }
+    long bytes = fs.equals("xfs") ? 320 * MIB : 32 * MIB;
+    VolumeCapability rw = Caps.mount(fs);
+    VolumeCapability ro = Caps.mount(fs, Mode.SINGLE_NODE_READER_ONLY);
+    String empty = volume("empty-" + fs, rw, bytes);
+    Path emptyImage = f.data.resolve("volumes/" + empty + ".img");
+    String before = digest(emptyImage);
+    Path roStaging = f.dir("staging/default/empty-" + fs + "/ro-file-system-single-node-reader-only");
+    var refused = GrpcOutcomes.error(() -> f.stage(empty, roStaging, ro));
+    assertThat(refused.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(refused.getStatus().getDescription()).contains("not formatted");
+    assertThat(digest(emptyImage)).as("the empty device after a read-only stage").isEqualTo(before);
+    assertThat(MountTable.isMountPoint(roStaging)).isFalse();
+
+    String source = volume("live-" + fs, rw, bytes);
+    String copy = volume("crashed-" + fs, rw, bytes);
+    Path sourceStaging = f.dir("staging/default/live-" + fs + "/rw-file-system-single-node-writer");
+    f.stage(source, sourceStaging, rw);
+    Path copyImage = f.data.resolve("volumes/" + copy + ".img");
+    try {
+      Path file = sourceStaging.resolve("committed.txt");
+      Files.writeString(file, "in the journal");
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+        ch.force(true); // committed to the journal, not yet written back in place
+      }
+      Files.copy(f.data.resolve("volumes/" + source + ".img"), copyImage, StandardCopyOption.REPLACE_EXISTING);
+    } finally {
+      f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(source)
+          .setStagingTargetPath(sourceStaging.toString()).build());
+    }
+    String dirty = digest(copyImage);
+    Path copyStaging = f.dir("staging/default/crashed-" + fs + "/ro-file-system-single-node-reader-only");
+    f.stage(copy, copyStaging, ro);
+    assertThat(MountTable.at(copyStaging)).get().satisfies(m -> assertThat(m.readOnly()).isTrue());
+    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(copy)
+        .setStagingTargetPath(copyStaging.toString()).build());
+    assertThat(digest(copyImage)).as("the device with a dirty journal after a read-only stage").isEqualTo(dirty);
+  }
+
+  private String volume(String name, VolumeCapability cap, long bytes) {
+    return f.controller.createVolume(CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
+        .setCapacityRange(Caps.bytes(bytes)).build()).getVolume().getVolumeId();
+  }
+
+  private static String digest(Path file) throws IOException {
+    try {
+      java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+      try (var in = Files.newInputStream(file)) {
+        byte[] buffer = new byte[1 << 20];
+        for (int n; (n = in.read(buffer)) > 0; ) {
+          sha.update(buffer, 0, n);
+        }
+      }
+      return java.util.HexFormat.of().formatHex(sha.digest());
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   private static void mark(Path file, String text) throws IOException {

@@ -97,6 +97,11 @@ abstract class NodeRulesConformance {
     VolumeCapability cap = Caps.mount("ext4", mode);
     String id = create("multi", Caps.mount("ext4"));
     Path staging = f.dir("staging/default/multi/" + mode);
+    if (mode == Mode.SINGLE_NODE_READER_ONLY) { // a read-only stage never formats: one read-write stage does
+      Path writer = f.dir("staging/default/multi/format");
+      stage(id, writer, Caps.mount("ext4"));
+      unstage(id, writer);
+    }
     stage(id, staging, cap);
     Path first = target("a1", "multi");
     Path second = target("a2", "multi");

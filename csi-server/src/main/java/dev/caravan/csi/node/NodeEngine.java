@@ -12,6 +12,8 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.Probe;
+import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.fs.FormatOutcome;
 import dev.caravan.storage.fs.FsStats;
 import dev.caravan.storage.fs.FsType;
@@ -235,7 +237,7 @@ public final class NodeEngine {
     FormatOutcome outcome;
     long formatStart = System.nanoTime();
     try {
-      outcome = Filesystems.formatIfEmpty(device, fs, List.of());
+      outcome = s.readOnly() ? requireFormatted(id, device, fs) : Filesystems.formatIfEmpty(device, fs, List.of());
       observer.operation("format", outcome == FormatOutcome.FORMATTED ? "formatted" : "existing",
           System.nanoTime() - formatStart);
     } catch (DataPresentException e) {
@@ -273,6 +275,12 @@ public final class NodeEngine {
       // a clone while its source is mounted.
       data = data.isEmpty() ? "nouuid" : data + ",nouuid";
     }
+    if (s.readOnly()) {
+      // A read-only mount still replays a dirty journal (log) onto the device; these skip the replay,
+      // so a read-only stage writes nothing (the filesystem is seen as of its last checkpoint).
+      String noReplay = fs == FsType.EXT4 ? "noload" : "norecovery";
+      data = data.isEmpty() ? noReplay : data + "," + noReplay;
+    }
     String mountData = data;
     timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
     CrashPoints.reach("stage.after-mount");
@@ -288,6 +296,23 @@ public final class NodeEngine {
                 + before + "; a repeated NodeStageVolume tries the grow again", e);
       }
     }
+  }
+
+  /**
+   * The format step of a read-only stage, which never writes to the device: a filesystem of the
+   * requested type is the answer, anything else (an empty device included) refuses the stage.
+   */
+  private static FormatOutcome requireFormatted(String id, Path device, FsType fs) {
+    Signature found = Probe.probe(device);
+    if (found.kind() == Signature.Kind.FILESYSTEM && found.type().equals(Optional.of(fs.id()))) {
+      return FormatOutcome.ALREADY_FORMATTED;
+    }
+    if (!found.isEmpty()) {
+      throw new DataPresentException(device, found.describe());
+    }
+    throw CsiException.failedPrecondition(
+        "volume " + id + " is not formatted (" + device + " holds no filesystem), and a read-only NodeStageVolume"
+            + " never formats: stage it read-write once to make its " + fs.id() + " filesystem");
   }
 
   /** Empty when the filesystem was grown unmounted; else why not, and it is to be grown online. */
