@@ -204,15 +204,15 @@ final class FuzzDraw {
         yield "";
       }
       case 1 -> {
-        fixed(field, "NUL in path", Code.INVALID_ARGUMENT);
+        malformed(field, use, "NUL in path");
         yield pick(root + "/staging/a\0b", "/etc\0", root + "\0/../../etc");
       }
       case 2 -> {
-        fixed(field, "longer than PATH_MAX", Code.INVALID_ARGUMENT);
+        malformed(field, use, "longer than PATH_MAX");
         yield "/" + "a/".repeat(5 * 1024);
       }
       case 3 -> {
-        fixed(field, "relative path", Code.INVALID_ARGUMENT);
+        malformed(field, use, "relative path");
         yield pick("relative/x", "x", ".", "..", "staging/default/x", "../../etc", "~/x");
       }
       case 4 -> {
@@ -234,8 +234,22 @@ final class FuzzDraw {
     };
   }
 
+  /**
+   * A path that is not one at all: the general invalid value, except for NodeGetVolumeStats, whose
+   * only row for a path the volume is not at is NOT_FOUND.
+   */
+  private void malformed(String field, PathUse use, String kind) {
+    if (use == PathUse.VOLUME_PATH && rpc == FuzzRpc.NODE_GET_VOLUME_STATS) {
+      fixed(field, kind, Code.NOT_FOUND);
+    } else {
+      fixed(field, kind, Code.INVALID_ARGUMENT);
+    }
+  }
+
   private void unnormalizedOrOutside(String field, PathUse use, String kind) {
-    if (use == PathUse.UNSTAGE || use == PathUse.UNPUBLISH) {
+    if (use == PathUse.VOLUME_PATH && rpc == FuzzRpc.NODE_GET_VOLUME_STATS) {
+      fixed(field, kind, Code.NOT_FOUND);
+    } else if (use == PathUse.UNSTAGE || use == PathUse.UNPUBLISH) {
       absent(field, kind);
     } else {
       invalid(field, kind);

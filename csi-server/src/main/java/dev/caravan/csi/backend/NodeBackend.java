@@ -17,6 +17,16 @@ public interface NodeBackend {
    */
   Path attach(VolumeRef volume);
 
+  /**
+   * Whether {@code device}, which {@link #attach} returned for the volume at some earlier time (the
+   * node journal recorded it), is still that volume's device: its identity read from the device itself
+   * (the loop device's backing file and inode, the zvol's name, the multipath map's WWID), never from
+   * its name. A device number can be given to another volume after a reboot or a detach behind the
+   * plugin's back, and a repeated stage or a publish that trusted the number would hand a workload
+   * another volume's blocks. False when the device is gone or belongs to something else.
+   */
+  boolean holds(VolumeRef volume, Path device);
+
   /** Removes the device from this node; success if it is not attached. */
   void detach(VolumeRef volume);
 

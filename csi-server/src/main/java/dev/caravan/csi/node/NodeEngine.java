@@ -13,6 +13,8 @@ import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.DeviceInUseException;
+import dev.caravan.storage.block.Probe;
+import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.fs.FormatOutcome;
 import dev.caravan.storage.fs.FsStats;
 import dev.caravan.storage.fs.FsType;
@@ -130,7 +132,9 @@ public final class NodeEngine {
                 + describe(Optional.of(s.mode()), s.mountFlags())
                 + " (a repeated NodeStageVolume must carry an identical volume_capability)");
       }
-      if (h.complete() && (s.accessType() == AccessType.BLOCK || MountTable.isMountPoint(staging))) {
+      if (h.complete() && (s.accessType() == AccessType.BLOCK
+          ? recordedDeviceHolds(current.get(), s.volume())
+          : MountTable.isMountPoint(staging))) {
         return;
       }
     }
@@ -159,6 +163,22 @@ public final class NodeEngine {
       rollBackStage(current, wasMounted, s);
       throw translate(e);
     }
+  }
+
+  /**
+   * Whether the device a completed block stage recorded is still the volume's. A device number is
+   * only a number: after a reboot (the journal is on disk) or a detach behind the plugin's back, it
+   * can name another volume's device, and a repeated stage that answered OK would have the next
+   * publish bind that device. When it is not, the stage runs every step again, attaching anew.
+   */
+  private boolean recordedDeviceHolds(StagedVolume v, VolumeRef volume) {
+    Optional<Path> device = v.device();
+    if (device.isPresent() && backend.holds(volume, device.get())) {
+      return true;
+    }
+    LOG.log(System.Logger.Level.WARNING, "volume " + v.volumeId() + ": the recorded device "
+        + device.map(Path::toString).orElse("(none)") + " is no longer this volume's; staging it again");
+    return false;
   }
 
   /**
@@ -218,7 +238,7 @@ public final class NodeEngine {
     FormatOutcome outcome;
     long formatStart = System.nanoTime();
     try {
-      outcome = Filesystems.formatIfEmpty(device, fs, List.of());
+      outcome = s.readOnly() ? requireFormatted(id, device, fs) : Filesystems.formatIfEmpty(device, fs, List.of());
       observer.operation("format", outcome == FormatOutcome.FORMATTED ? "formatted" : "existing",
           System.nanoTime() - formatStart);
     } catch (DataPresentException e) {
@@ -256,6 +276,12 @@ public final class NodeEngine {
       // a clone while its source is mounted.
       data = data.isEmpty() ? "nouuid" : data + ",nouuid";
     }
+    if (s.readOnly()) {
+      // A read-only mount still replays a dirty journal (log) onto the device; these skip the replay,
+      // so a read-only stage writes nothing (the filesystem is seen as of its last checkpoint).
+      String noReplay = fs == FsType.EXT4 ? "noload" : "norecovery";
+      data = data.isEmpty() ? noReplay : data + "," + noReplay;
+    }
     String mountData = data;
     timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
     CrashPoints.reach("stage.after-mount");
@@ -271,6 +297,23 @@ public final class NodeEngine {
                 + before + "; a repeated NodeStageVolume tries the grow again", e);
       }
     }
+  }
+
+  /**
+   * The format step of a read-only stage, which never writes to the device: a filesystem of the
+   * requested type is the answer, anything else (an empty device included) refuses the stage.
+   */
+  private static FormatOutcome requireFormatted(String id, Path device, FsType fs) {
+    Signature found = Probe.probe(device);
+    if (found.kind() == Signature.Kind.FILESYSTEM && found.type().equals(Optional.of(fs.id()))) {
+      return FormatOutcome.ALREADY_FORMATTED;
+    }
+    if (!found.isEmpty()) {
+      throw new DataPresentException(device, found.describe());
+    }
+    throw CsiException.failedPrecondition(
+        "volume " + id + " is not formatted (" + device + " holds no filesystem), and a read-only NodeStageVolume"
+            + " never formats: stage it read-write once to make its " + fs.id() + " filesystem");
   }
 
   /** Empty when the filesystem was grown unmounted; else why not, and it is to be grown online. */
@@ -399,6 +442,13 @@ public final class NodeEngine {
                   .toList()
               + "; " + AccessMode.SINGLE_NODE_SINGLE_WRITER + " allows a single publish target per node, so"
               + " target_path " + p.target() + " (" + p.mode() + ") is refused; unpublish the other target first");
+    }
+    if (p.accessType() == AccessType.BLOCK
+        && live.device().filter(d -> !backend.holds(live.ref(), d)).isPresent()) {
+      throw CsiException.failedPrecondition(
+          "volume " + p.volumeId() + ": the device recorded at its stage, " + live.device().get() + ", is no"
+              + " longer this volume's (detached, or its number given to another volume since); stage it again"
+              + " (NodeStageVolume) before publishing");
     }
     Published entry = new Published(p.target(), p.stagingPath(), p.readOnly(), Optional.of(p.mode()), p.mountFlags());
     journal.put(live.withTarget(entry));

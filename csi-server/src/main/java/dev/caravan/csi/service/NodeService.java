@@ -294,13 +294,25 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
    * the volume's journal record holds exactly is taken as it is, without walking its parents again.
    * It was resolved and checked when it was staged or published, and the engine only statx-es (never
    * following the last component) and statvfs-es it: nothing is mounted, unmounted or removed there.
+   * A path that is malformed (relative, with dot segments) or outside the allowed roots is one the
+   * volume cannot be at: NodeGetVolumeStats's only row for that is NOT_FOUND (the caller has checked
+   * that the field is not empty, which stays a missing field).
    */
   private Path readPath(String volumeId, String field, String value) {
-    Path p = Validate.path(field, value);
-    if (engine.journal().get(volumeId).filter(v -> v.knowsPath(p)).isPresent()) {
-      return p;
+    try {
+      Path p = Validate.path(field, value);
+      if (engine.journal().get(volumeId).filter(v -> v.knowsPath(p)).isPresent()) {
+        return p;
+      }
+      return roots.resolve(field, p);
+    } catch (CsiException e) {
+      if (e.kind() != CsiException.Kind.INVALID_ARGUMENT) {
+        throw e;
+      }
+      throw CsiException.notFound(
+          "volume " + IdRules.printable(volumeId) + " is not staged or published at " + field + " "
+              + IdRules.printable(value) + ": " + e.getMessage());
     }
-    return roots.resolve(field, p);
   }
 
   /** A request path as the engine works on it: well formed, then resolved within the allowed roots. */

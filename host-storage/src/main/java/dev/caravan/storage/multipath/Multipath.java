@@ -2,6 +2,7 @@ package dev.caravan.storage.multipath;
 
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.DeviceUse;
+import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.internal.sys.Sysfs;
 import java.nio.file.Files;
@@ -56,6 +57,30 @@ public final class Multipath {
   public Optional<MultipathMap> map(Wwid wwid) {
     Optional<DmMap> found = dmMap(wwid);
     return found.isEmpty() ? Optional.empty() : Optional.of(found.get().toMap(pathStates()));
+  }
+
+  /**
+   * The WWID of the multipath map at {@code device} (a {@code /dev/mapper} name, {@code /dev/dm-N},
+   * or a link to either), as the kernel names that map ({@code dm/uuid} of the device's
+   * major:minor): the check for a device recorded earlier, whose {@code dm-N} the kernel may since
+   * have given to another map. Empty when the device is gone or is not a multipath map.
+   */
+  public static Optional<Wwid> wwidOf(Path device) {
+    String majorMinor;
+    try {
+      majorMinor = BlockDevices.majorMinor(device);
+    } catch (StorageException e) {
+      return Optional.empty(); // gone (ENOENT) or not a block device
+    }
+    return Sysfs.attribute(Path.of("/sys/dev/block", majorMinor, "dm/uuid"))
+        .filter(uuid -> uuid.startsWith(UUID_PREFIX))
+        .flatMap(uuid -> {
+          try {
+            return Optional.of(Wwid.of(uuid.substring(UUID_PREFIX.length())));
+          } catch (IllegalArgumentException e) {
+            return Optional.empty();
+          }
+        });
   }
 
   /**

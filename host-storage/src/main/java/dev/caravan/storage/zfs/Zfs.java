@@ -423,6 +423,16 @@ public final class Zfs implements AutoCloseable {
                         + " ms"));
   }
 
+  /**
+   * Whether {@code device} (a {@code /dev/zdN} node or a link to one) is the block device of zvol
+   * {@code volume}, as the device itself says ({@code BLKZNAME}): the check for a device recorded
+   * earlier, whose number the kernel may since have given to another zvol (numbers follow the order
+   * zvols appear in, which an import or reboot changes). False when the device is gone or not a zvol.
+   */
+  public static boolean isDeviceOf(Path device, String volume) {
+    return ZvolDevices.nameOf(device).map(volume::equals).orElse(false);
+  }
+
   // ------------------------------------------------------------------------------------------
   // Snapshots and clones
 

@@ -29,6 +29,12 @@ final class FileNode implements NodeBackend {
     return LoopDevices.attach(image, false).device();
   }
 
+  /** One {@code LOOP_GET_STATUS64} on the device: bound to this volume's image, by device and inode. */
+  @Override
+  public boolean holds(VolumeRef volume, Path device) {
+    return LoopDevices.backs(device, store.volumeImage(volume.volumeId()));
+  }
+
   @Override
   public void detach(VolumeRef volume) {
     Path image = store.volumeImage(volume.volumeId());

@@ -63,6 +63,12 @@ final class LocalNode implements NodeBackend {
     return v;
   }
 
+  /** The zvol's name as the device itself reports it ({@code BLKZNAME}), whatever {@code zdN} it is now. */
+  @Override
+  public boolean holds(VolumeRef volume, Path device) {
+    return ZfsErrorsToCsi.guard(() -> Zfs.isDeviceOf(device, local(volume).dataset()));
+  }
+
   @Override
   public void detach(VolumeRef volume) {
     // A zvol's device node exists as long as the zvol does: nothing to undo on this node.

@@ -13,6 +13,7 @@ import dev.caravan.storage.iscsi.IscsiLoginException;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.LoginOutcome;
 import dev.caravan.storage.multipath.MapInUseException;
+import dev.caravan.storage.multipath.Multipath;
 import dev.caravan.storage.multipath.MultipathMap;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -97,6 +98,12 @@ final class QnapNode implements NodeBackend {
       rollBack(volume.volumeId(), lun, loggedIn);
       throw translate(volume.volumeId(), "attach", e);
     }
+  }
+
+  /** The map's WWID as the kernel names the map at {@code device}: the LUN's, or another LUN's blocks. */
+  @Override
+  public boolean holds(VolumeRef volume, Path device) {
+    return Multipath.wwidOf(device).equals(Optional.of(LunContext.of(volume).wwid()));
   }
 
   private void rollBack(String volumeId, LunContext lun, List<String> loggedIn) {
