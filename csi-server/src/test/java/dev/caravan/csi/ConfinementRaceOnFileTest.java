@@ -41,7 +41,7 @@ import org.junit.jupiter.api.Test;
  * build; 10 000 by hand).
  */
 class ConfinementRaceOnFileTest {
-  private static final int CYCLES = Integer.getInteger("caravan.race.cycles", 2_000);
+  private static final int CYCLES = Integer.getInteger("caravan.race.cycles", 800);
   private static final int AT_FDCWD = -100;
   private static final int RENAME_EXCHANGE = 2;
   private static final MethodHandle RENAMEAT2 = Linker.nativeLinker().downcallHandle(

@@ -188,8 +188,8 @@ public final class AllowedRoots {
     return configured.equals(resolved) ? configured.toString() : configured + " (really " + resolved + ")";
   }
 
-  /** The resolved root strictly above {@code real}, if any. */
-  private Optional<Path> rootOf(Path real) {
+  /** The resolved root strictly above {@code real} (a path as {@link #resolve} returns it), if any. */
+  public Optional<Path> rootOf(Path real) {
     return strictlyAbove(resolved, real);
   }
 
