@@ -140,7 +140,7 @@ public final class Plugin implements AutoCloseable {
     Peering peering = null;
     try {
       observability = Observability.create(s, backend, journal);
-      NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver());
+      NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver(), Optional.of(roots));
       LOG.log(System.Logger.Level.INFO, "node: staging and publishing only below {0}", roots);
       List<String> findings = engine.reconcile();
       LOG.log(System.Logger.Level.INFO, "node journal: {0} volume(s) on this node, {1} finding(s)",

@@ -12,6 +12,7 @@ import dev.caravan.storage.zfs.PoolStatus;
 import dev.caravan.storage.zfs.Zfs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import dev.caravan.storage.mount.ConfinedMounts;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -47,6 +48,7 @@ final class Preflight {
   static List<Check> run(String driver, Path dataDir, Path mountRoot, List<String> pools) {
     Preflight p = new Preflight();
     p.permissions();
+    p.confinement();
     p.filesystems();
     p.library(Library.BLKID);
     for (String tool : List.of("mkfs.ext4", "e2fsck", "resize2fs", "mkfs.xfs", "xfs_growfs")) {
@@ -91,6 +93,11 @@ final class Preflight {
     add(ok ? Status.OK : Status.FAIL, "permissions", ok ? "root with CAP_SYS_ADMIN"
         : "not root with CAP_SYS_ADMIN (" + host + "): mount(2) and the loop and ZFS ioctls need both",
         "run the plugin as root (raw_exec, or a privileged container)");
+  }
+
+  /** How this kernel lets the node side resolve and mount below the allowed roots without a race. */
+  private void confinement() {
+    add(Status.OK, "path confinement", ConfinedMounts.mode().description(), "");
   }
 
   private void filesystems() {

@@ -31,8 +31,9 @@ import java.util.Optional;
  *
  * Otherwise it is INVALID_ARGUMENT naming the field, the roots and the rule, before anything is
  * created or mounted. The checks run on the live filesystem, so a link swapped in afterwards by
- * someone with write access below the root is not caught here; {@code Mounts} refuses a symlink at a
- * mount target and unmounts with {@code UMOUNT_NOFOLLOW} on its own account.
+ * someone with write access below the root is not caught here: the node engine resolves each path
+ * again from a descriptor of its root ({@link #rootOf}), following no link, and creates, mounts and
+ * unmounts by that descriptor ({@code HostPaths}).
  */
 public final class AllowedRoots {
   /**
@@ -188,8 +189,8 @@ public final class AllowedRoots {
     return configured.equals(resolved) ? configured.toString() : configured + " (really " + resolved + ")";
   }
 
-  /** The resolved root strictly above {@code real}, if any. */
-  private Optional<Path> rootOf(Path real) {
+  /** The resolved root strictly above {@code real} (a path as {@link #resolve} returns it), if any. */
+  public Optional<Path> rootOf(Path real) {
     return strictlyAbove(resolved, real);
   }
 

@@ -10,6 +10,7 @@ import dev.caravan.csi.node.StagedVolume.Staging;
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.MountConflictException;
+import dev.caravan.storage.PathEscapeException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.DeviceInUseException;
@@ -22,11 +23,8 @@ import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountFlag;
 import dev.caravan.storage.mount.MountTable;
-import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
-import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -36,6 +34,7 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
@@ -60,15 +59,25 @@ public final class NodeEngine {
   private final NodeBackend backend;
   private final NodeJournal journal;
   private final NodeObserver observer;
+  private final HostPaths paths;
 
   public NodeEngine(NodeBackend backend, NodeJournal journal) {
     this(backend, journal, NodeObserver.NONE);
   }
 
   public NodeEngine(NodeBackend backend, NodeJournal journal, NodeObserver observer) {
+    this(backend, journal, observer, Optional.empty());
+  }
+
+  /**
+   * An engine whose paths below {@code roots} are created, mounted and unmounted by descriptor
+   * ({@link HostPaths}), so that what the roots' check accepted is what is acted on.
+   */
+  public NodeEngine(NodeBackend backend, NodeJournal journal, NodeObserver observer, Optional<AllowedRoots> roots) {
     this.backend = backend;
     this.journal = journal;
     this.observer = observer;
+    this.paths = new HostPaths(roots);
   }
 
   public NodeJournal journal() {
@@ -155,10 +164,11 @@ public final class NodeEngine {
       // A device attached before (for another staging path, or by a stage cut short) does not show
       // on its own what its backing object has grown to since.
       backend.refresh(s.volume(), device);
+      OptionalInt mountId = OptionalInt.empty();
       if (s.accessType() == AccessType.MOUNT) {
-        mountFilesystem(id, device, s, fsType);
+        mountId = mountFilesystem(id, device, s, fsType);
       }
-      journal.put(record.withDevice(device).withStaging(intent.completed()));
+      journal.put(record.withDevice(device).withStaging(intent.completed()).withMountId(staging, mountId));
     } catch (RuntimeException e) {
       rollBackStage(current, wasMounted, s);
       throw translate(e);
@@ -204,14 +214,14 @@ public final class NodeEngine {
     }
   }
 
-  private void mountFilesystem(String id, Path device, StageSpec s, String fsType) {
+  private OptionalInt mountFilesystem(String id, Path device, StageSpec s, String fsType) {
     // Held open from the probe to the mount: the kernel drops a block device's cached blocks when its
     // last opener closes it, so otherwise the size check and the mount would read again, through the
     // loop or the network, the superblocks the probe has just read. A plain read-only open: it keeps
     // nothing else out (the probe's and mkfs's exclusive opens, the mount's claim) and writes nothing.
     FileChannel held = holdOpen(device);
     try {
-      formatAndMount(id, device, s, fsType);
+      return formatAndMount(id, device, s, fsType);
     } finally {
       if (held != null) {
         try {
@@ -232,7 +242,8 @@ public final class NodeEngine {
     }
   }
 
-  private void formatAndMount(String id, Path device, StageSpec s, String fsType) {
+  /** Formats if empty, grows, mounts; the mount's id when the staging path lies below a root. */
+  private OptionalInt formatAndMount(String id, Path device, StageSpec s, String fsType) {
     FsType fs = FsType.parse(fsType)
         .orElseThrow(() -> CsiException.invalid("fs type '" + fsType + "' is not supported; supported: ext4, xfs"));
     FormatOutcome outcome;
@@ -268,7 +279,7 @@ public final class NodeEngine {
         growOnline = true;
       }
     }
-    createDirectory(s.stagingPath());
+    paths.makeDirectory(s.stagingPath());
     Set<MountFlag> flags = flags(s.mountFlags(), s.readOnly());
     String data = data(s.mountFlags());
     if (fs == FsType.XFS) {
@@ -283,7 +294,7 @@ public final class NodeEngine {
       data = data.isEmpty() ? noReplay : data + "," + noReplay;
     }
     String mountData = data;
-    timedRun("mount", () -> Mounts.mount(device, s.stagingPath(), fs.id(), flags, mountData));
+    OptionalInt mountId = timed("mount", () -> paths.mount(device, s.stagingPath(), fs.id(), flags, mountData));
     CrashPoints.reach("stage.after-mount");
     if (growOnline) {
       String before = offlineFailure.map(f -> " (growing it unmounted failed before: " + f + ")").orElse("");
@@ -297,6 +308,7 @@ public final class NodeEngine {
                 + before + "; a repeated NodeStageVolume tries the grow again", e);
       }
     }
+    return mountId;
   }
 
   /**
@@ -336,7 +348,7 @@ public final class NodeEngine {
     Path staging = s.stagingPath();
     try {
       if (s.accessType() == AccessType.MOUNT && !wasMounted) {
-        Mounts.unmount(staging);
+        paths.unmount(staging, OptionalInt.empty());
       }
       if (before.isEmpty() || before.get().stagings().isEmpty()) {
         backend.detach(s.volume());
@@ -368,7 +380,7 @@ public final class NodeEngine {
     try {
       if (c.accessType() == AccessType.MOUNT) {
         observer.releasing(volumeId, stagingPath);
-        timed("unmount", () -> Mounts.unmount(stagingPath));
+        timed("unmount", () -> paths.unmount(stagingPath, c.mountId(stagingPath)));
         CrashPoints.reach("unstage.after-unmount");
       }
       StagedVolume remaining = c.withoutStagingPath(stagingPath);
@@ -454,26 +466,30 @@ public final class NodeEngine {
     journal.put(live.withTarget(entry));
     CrashPoints.reach("publish.after-journal");
     boolean created = false;
+    OptionalInt mountId = OptionalInt.empty();
     try {
       if (p.accessType() == AccessType.MOUNT) {
-        created = createDirectory(p.target());
+        created = paths.makeDirectory(p.target());
         CrashPoints.reach("publish.after-target");
-        timedRun("bind", () -> Mounts.bind(p.stagingPath(), p.target(), p.readOnly()));
+        mountId = timed("bind", () -> paths.bind(p.stagingPath(), p.target(), p.readOnly()));
       } else {
         Path device = live.device().orElseThrow(() -> CsiException.failedPrecondition(
             "volume " + p.volumeId() + " has no device recorded; stage it again"));
         created = createFile(p.target());
         CrashPoints.reach("publish.after-target");
-        timedRun("bind", () -> Mounts.bind(device, p.target(), p.readOnly()));
+        mountId = timed("bind", () -> paths.bindDevice(device, p.target(), p.readOnly()));
       }
       CrashPoints.reach("publish.after-bind");
+      if (mountId.isPresent()) {
+        journal.put(journal.get(p.volumeId()).orElseThrow().withMountId(p.target(), mountId));
+      }
     } catch (RuntimeException e) {
       try {
         if (created) {
-          Files.deleteIfExists(p.target());
+          paths.removeIfEmpty(p.target());
         }
         journal.put(journal.get(p.volumeId()).orElse(live).withoutTarget(p.target()));
-      } catch (IOException | RuntimeException cleanup) {
+      } catch (RuntimeException cleanup) {
         LOG.log(System.Logger.Level.WARNING, "could not roll back a failed publish at " + p.target(), cleanup);
       }
       throw translate(e);
@@ -495,9 +511,11 @@ public final class NodeEngine {
         // Ours: undo whatever is stacked there (a crash between mount and journal can leave the same
         // bind twice) without reading the mount table. Asking statx first keeps the unmount count (a
         // metric) to the mounts actually removed.
+        // With the mount's id recorded, only that mount is undone; a different one there is refused.
+        OptionalInt mountId = current.get().mountId(target);
         int undone = 0;
-        while (undone < MAX_STACKED && MountTable.isMountPoint(target)
-            && timed("unmount", () -> Mounts.unmount(target))) {
+        while (undone < (mountId.isPresent() ? 1 : MAX_STACKED) && MountTable.isMountPoint(target)
+            && timed("unmount", () -> paths.unmount(target, mountId))) {
           undone++;
         }
         if (undone > 0) {
@@ -518,8 +536,8 @@ public final class NodeEngine {
                   + top.source() + ", was not made by this plugin for this volume)");
         }
         // A target can carry the same bind twice after a crash between mount and journal; undo all.
-        // Mounts.unmount returns false once nothing is left there.
-        for (int i = 0; i < stacked.size() && timed("unmount", () -> Mounts.unmount(target)); i++) {
+        // unmount returns false once nothing is left there.
+        for (int i = 0; i < stacked.size() && timed("unmount", () -> paths.unmount(target, OptionalInt.empty())); i++) {
           // next one down
         }
         CrashPoints.reach("unpublish.after-unmount");
@@ -531,6 +549,10 @@ public final class NodeEngine {
       }
     } catch (CsiException e) {
       throw e;
+    } catch (MountConflictException e) {
+      throw CsiException.failedPrecondition(
+          "target_path " + target + " has a mount this plugin did not make for volume " + volumeId + " on top of"
+              + " its own: " + e.getMessage());
     } catch (RuntimeException e) {
       throw translate(e);
     }
@@ -561,17 +583,9 @@ public final class NodeEngine {
     return mount.source().equals(dev) || mount.root().equals("/" + device.get().getFileName());
   }
 
-  private static void removeTarget(Path target) {
-    try {
-      if (Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
-        Files.deleteIfExists(target);
-      } else if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS) && Files.size(target) == 0) {
-        Files.deleteIfExists(target);
-      }
-    } catch (DirectoryNotEmptyException e) {
-      LOG.log(System.Logger.Level.WARNING, "leaving non-empty target directory " + target + " in place");
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot remove target " + target, e);
+  private void removeTarget(Path target) {
+    if (!paths.removeIfEmpty(target) && Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
+      LOG.log(System.Logger.Level.WARNING, "leaving target directory " + target + " in place (not empty, or in use)");
     }
   }
 
@@ -735,36 +749,12 @@ public final class NodeEngine {
     return "access mode " + mode.map(Enum::name).orElse("(not recorded)") + " and mount flags " + mountFlags;
   }
 
-  private static boolean createDirectory(Path dir) {
-    try {
-      if (Files.isDirectory(dir)) {
-        return false;
-      }
-      Files.createDirectories(dir);
-      return true;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create directory " + dir, e);
+  private boolean createFile(Path file) {
+    if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
+      throw CsiException.failedPrecondition(
+          "target_path " + file + " is a directory; block access needs a file there (or nothing)");
     }
-  }
-
-  private static boolean createFile(Path file) {
-    try {
-      if (Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
-        if (Files.isDirectory(file, LinkOption.NOFOLLOW_LINKS)) {
-          throw CsiException.failedPrecondition(
-              "target_path " + file + " is a directory; block access needs a file there (or nothing)");
-        }
-        return false;
-      }
-      Path parent = file.getParent();
-      if (parent != null) {
-        Files.createDirectories(parent);
-      }
-      Files.createFile(file);
-      return true;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create target file " + file, e);
-    }
+    return paths.createFile(file);
   }
 
   /** Runs one host operation, telling the observer how long it took and how it ended. */
@@ -792,6 +782,10 @@ public final class NodeEngine {
       // A detach refused: something the journal does not record (a bind made by hand, or by a plugin
       // whose record is gone) still uses the device.
       return CsiException.failedPrecondition(d.getMessage() + "; undo that use first");
+    }
+    if (e instanceof PathEscapeException escape) {
+      // The path passed AllowedRoots' check, and then a symlink appeared on its way: refused as that check refuses it.
+      return CsiException.invalid(escape.getMessage() + "; the plugin never mounts, creates or removes through a link");
     }
     if (e instanceof MountConflictException m) {
       return CsiException.alreadyExists(

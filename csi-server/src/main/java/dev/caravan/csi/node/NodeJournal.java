@@ -365,6 +365,7 @@ public final class NodeJournal {
       s.mode().ifPresent(m -> p.setProperty(key + ".mode", m.name()));
       p.setProperty(key + ".mountFlags", String.join(",", s.mountFlags()));
       p.setProperty(key + ".complete", Boolean.toString(s.complete()));
+      v.mountId(s.path()).ifPresent(id -> p.setProperty(key + ".mountId", Integer.toString(id)));
     }
     for (int i = 0; i < v.targets().size(); i++) {
       Published t = v.targets().get(i);
@@ -374,6 +375,7 @@ public final class NodeJournal {
       p.setProperty(key + ".readOnly", Boolean.toString(t.readOnly()));
       t.mode().ifPresent(m -> p.setProperty(key + ".mode", m.name()));
       p.setProperty(key + ".mountFlags", String.join(",", t.mountFlags()));
+      v.mountId(t.target()).ifPresent(id -> p.setProperty(key + ".mountId", Integer.toString(id)));
     }
     StringWriter w = new StringWriter();
     try {
@@ -405,7 +407,10 @@ public final class NodeJournal {
     String device = p.getProperty("device");
     String volumeFlags = p.getProperty("mountFlags", "");
     List<Staging> stagings = new ArrayList<>();
+    Map<Path, Integer> mountIds = new HashMap<>();
     for (int i = 0; p.getProperty("staging." + i) != null; i++) {
+      Path stagingPath = Path.of(p.getProperty("staging." + i));
+      mountId(p, "staging." + i).ifPresent(id -> mountIds.put(stagingPath, id));
       String complete = p.getProperty("staging." + i + ".complete");
       stagings.add(new Staging(
           Path.of(p.getProperty("staging." + i)),
@@ -415,6 +420,8 @@ public final class NodeJournal {
     }
     List<Published> targets = new ArrayList<>();
     for (int i = 0; p.getProperty("target." + i + ".path") != null; i++) {
+      Path targetPath = Path.of(p.getProperty("target." + i + ".path"));
+      mountId(p, "target." + i).ifPresent(id -> mountIds.put(targetPath, id));
       targets.add(new Published(
           Path.of(p.getProperty("target." + i + ".path")),
           Path.of(p.getProperty("target." + i + ".staging")),
@@ -429,7 +436,14 @@ public final class NodeJournal {
         p.getProperty("fsType", ""),
         device == null ? Optional.empty() : Optional.of(Path.of(device)),
         stagings,
-        targets);
+        targets,
+        mountIds);
+  }
+
+  /** The mount id recorded under {@code key}; empty in records written before ids were kept. */
+  private static Optional<Integer> mountId(Properties p, String key) {
+    String id = p.getProperty(key + ".mountId");
+    return id == null ? Optional.empty() : Optional.of(Integer.parseInt(id));
   }
 
   private static Optional<AccessMode> mode(String name) {

@@ -17,6 +17,8 @@ import java.util.Set;
  * @param fsType the filesystem for mount access; empty for block access
  * @param device the attached block device, once a stage has completed
  * @param stagings where the volume is staged (Nomad stages once per usage, so there can be more than one)
+ * @param mountIds the mount id (as statx and mountinfo show it) of the mount made at a staging path
+ *     or publish target, recorded right after mounting: an unmount there removes that mount only
  */
 public record StagedVolume(
     String volumeId,
@@ -25,7 +27,8 @@ public record StagedVolume(
     String fsType,
     Optional<Path> device,
     List<Staging> stagings,
-    List<Published> targets) {
+    List<Published> targets,
+    Map<Path, Integer> mountIds) {
 
   /**
    * One staging path and the capability it was staged with.
@@ -82,6 +85,14 @@ public record StagedVolume(
     context = Map.copyOf(context);
     stagings = List.copyOf(stagings);
     targets = List.copyOf(targets);
+    mountIds = Map.copyOf(mountIds);
+  }
+
+  /** A record with no mount ids (written before they were kept, or before anything was mounted). */
+  public StagedVolume(
+      String volumeId, Map<String, String> context, AccessType accessType, String fsType, Optional<Path> device,
+      List<Staging> stagings, List<Published> targets) {
+    this(volumeId, context, accessType, fsType, device, stagings, targets, Map.of());
   }
 
   /**
@@ -118,6 +129,28 @@ public record StagedVolume(
     return targets.stream().filter(t -> t.target().equals(target)).findFirst();
   }
 
+  /** The id of the mount made at {@code path}, if it was recorded. */
+  public java.util.OptionalInt mountId(Path path) {
+    Integer id = mountIds.get(path);
+    return id == null ? java.util.OptionalInt.empty() : java.util.OptionalInt.of(id);
+  }
+
+  /** This record with {@code id} as the mount at {@code path}; unchanged for an empty id. */
+  StagedVolume withMountId(Path path, java.util.OptionalInt id) {
+    if (id.isEmpty()) {
+      return this;
+    }
+    Map<Path, Integer> ids = new java.util.HashMap<>(mountIds);
+    ids.put(path, id.getAsInt());
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, targets, ids);
+  }
+
+  private Map<Path, Integer> idsWithout(Path path) {
+    Map<Path, Integer> ids = new java.util.HashMap<>(mountIds);
+    ids.remove(path);
+    return ids;
+  }
+
   public boolean knowsPath(Path path) {
     return staging(path).isPresent() || target(path).isPresent();
   }
@@ -136,37 +169,37 @@ public record StagedVolume(
     } else {
       list.add(s);
     }
-    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets, mountIds);
   }
 
   StagedVolume withoutStagingPath(Path staging) {
     List<Staging> list = new ArrayList<>(stagings);
     list.removeIf(s -> s.path().equals(staging));
-    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets, idsWithout(staging));
   }
 
   StagedVolume withStagings(List<Staging> list) {
-    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets, mountIds);
   }
 
   StagedVolume withDevice(Path dev) {
-    return new StagedVolume(volumeId, context, accessType, fsType, Optional.of(dev), stagings, targets);
+    return new StagedVolume(volumeId, context, accessType, fsType, Optional.of(dev), stagings, targets, mountIds);
   }
 
   StagedVolume withTarget(Published p) {
     List<Published> list = new ArrayList<>(targets);
     list.removeIf(t -> t.target().equals(p.target()));
     list.add(p);
-    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list, mountIds);
   }
 
   StagedVolume withoutTarget(Path target) {
     List<Published> list = new ArrayList<>(targets);
     list.removeIf(t -> t.target().equals(target));
-    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list, idsWithout(target));
   }
 
   StagedVolume withTargets(List<Published> list) {
-    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list);
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list, mountIds);
   }
 }

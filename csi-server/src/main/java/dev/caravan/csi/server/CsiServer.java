@@ -16,6 +16,8 @@ import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -83,12 +85,17 @@ public final class CsiServer implements AutoCloseable {
       throw new IOException("Netty epoll transport unavailable: " + Epoll.unavailabilityCause());
     }
     prepareSocketPath(socket);
+    // Bound first in a directory only the owner can enter, made owner-only there, then renamed into
+    // place: the socket's mode never depends on the umask, and no one can connect in between.
+    Path hideout = Files.createTempDirectory(socket.getParent(), ".s",
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    Path bound = hideout.resolve("s");
     EventLoopGroup boss = new EpollEventLoopGroup(1);
     EventLoopGroup workers = new EpollEventLoopGroup(2);
     RpcExecutors executors = new RpcExecutors(inline);
     RpcLog log = RpcLog.start(workers);
     NettyServerBuilder builder =
-        NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+        NettyServerBuilder.forAddress(new DomainSocketAddress(bound.toString()))
             .channelType(EpollServerDomainSocketChannel.class)
             .bossEventLoopGroup(boss)
             .workerEventLoopGroup(workers)
@@ -107,11 +114,17 @@ public final class CsiServer implements AutoCloseable {
     Server server = builder.build();
     try {
       server.start();
+      Files.setPosixFilePermissions(bound, PosixFilePermissions.fromString("rw-------"));
+      Files.move(bound, socket, StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException | RuntimeException e) {
+      server.shutdownNow();
       stopLoops(boss, workers);
       executors.shutdownNow();
       log.close();
       throw e;
+    } finally {
+      Files.deleteIfExists(bound);
+      Files.deleteIfExists(hideout);
     }
     LOG.log(System.Logger.Level.INFO, "listening on unix://{0}", socket);
     return new CsiServer(server, socket, boss, workers, executors, log);

@@ -58,6 +58,8 @@ class DoctorCommandTest {
 
     Out file = doctor("--driver", "file");
     assertThat(file.line("kernel: ext4")).startsWith(status(ext4));
+    assertThat(file.line("path confinement")).startsWith("OK")
+        .contains(dev.caravan.storage.mount.ConfinedMounts.mode().description());
     assertThat(file.line("kernel: loop devices")).startsWith(status(loop));
     assertThat(file.line("data directory")).startsWith("OK").contains("will be created below " + dir);
     assertThat(file.line("Nomad mount root")).contains("not created yet");

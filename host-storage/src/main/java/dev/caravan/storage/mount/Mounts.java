@@ -117,20 +117,25 @@ public final class Mounts {
       if (!MountTable.isMountPoint(target)) {
         return false;
       }
-      for (int attempt = 1; ; attempt++) {
-        try {
-          Libc.umount2(target, LinuxUapi.UMOUNT_NOFOLLOW());
-          return true;
-        } catch (SyscallException e) {
-          if (e.errno() == Errno.EINVAL) {
-            return false; // unmounted by someone else since we looked
-          }
-          if (e.errno() != Errno.EBUSY || attempt == BUSY_ATTEMPTS) {
-            throw e;
-          }
+      return umountNoFollow(target);
+    }
+  }
+
+  /** umount2 with UMOUNT_NOFOLLOW, EBUSY retried (see {@link #unmount}); false on EINVAL (not mounted). */
+  static boolean umountNoFollow(Path target) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        Libc.umount2(target, LinuxUapi.UMOUNT_NOFOLLOW());
+        return true;
+      } catch (SyscallException e) {
+        if (e.errno() == Errno.EINVAL) {
+          return false; // unmounted by someone else since we looked
         }
-        pause();
+        if (e.errno() != Errno.EBUSY || attempt == BUSY_ATTEMPTS) {
+          throw e;
+        }
       }
+      pause();
     }
   }
 
@@ -163,7 +168,7 @@ public final class Mounts {
   }
 
   // A source that is not a block device (tmpfs, an NFS export) can only be compared by name.
-  private static boolean isDevice(MountEntry entry, Path device) {
+  static boolean isDevice(MountEntry entry, Path device) {
     if (Files.exists(device)) {
       Stat stat = Libc.stat(device);
       if (stat.isBlockDevice()) {
@@ -173,7 +178,7 @@ public final class Mounts {
     return entry.source().equals(device.toString());
   }
 
-  private static void requireReadOnly(MountEntry entry, boolean readOnly) {
+  static void requireReadOnly(MountEntry entry, boolean readOnly) {
     if (entry.readOnly() != readOnly) {
       throw new MountConflictException(
           entry.mountPoint(),

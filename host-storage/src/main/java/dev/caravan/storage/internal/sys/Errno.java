@@ -7,13 +7,20 @@ package dev.caravan.storage.internal.sys;
  */
 public final class Errno {
   public static final int ENOENT = 2;
+  public static final int EPERM = 1;
   public static final int EINTR = 4;
   public static final int EIO = 5;
   public static final int ENXIO = 6;
+  public static final int EBADF = 9;
+  public static final int EAGAIN = 11;
   public static final int EBUSY = 16;
+  public static final int EEXIST = 17;
   public static final int EXDEV = 18;
+  public static final int ENOTDIR = 20;
   public static final int EINVAL = 22;
   public static final int ENOSYS = 38;
+  public static final int ENOTEMPTY = 39;
+  public static final int ELOOP = 40;
   public static final int EOPNOTSUPP = 95;
 
   // Index = errno; "-" marks numbers Linux does not use (41 and 58 alias EAGAIN and EDEADLK).

@@ -32,13 +32,13 @@ public final class Libc {
       CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
   private static final MethodHandle OPEN =
-      variadic("open", 2, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+      Syscalls.variadic("open", 2, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
   private static final MethodHandle CLOSE = syscall("close", JAVA_INT, JAVA_INT);
   // ioctl is variadic, and the third argument's type is part of the call: one handle per shape.
   private static final MethodHandle IOCTL_LONG =
-      variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG);
+      Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG);
   private static final MethodHandle IOCTL_POINTER =
-      variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
+      Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
   private static final MethodHandle MOUNT =
       syscall("mount", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
   private static final MethodHandle UMOUNT2 = syscall("umount2", JAVA_INT, ADDRESS, JAVA_INT);
@@ -378,14 +378,5 @@ public final class Libc {
         LINKER.defaultLookup().findOrThrow(name),
         FunctionDescriptor.of(result, arguments),
         Linker.Option.captureCallState("errno"));
-  }
-
-  private static MethodHandle variadic(
-      String name, int firstVariadic, ValueLayout result, MemoryLayout... arguments) {
-    return LINKER.downcallHandle(
-        LINKER.defaultLookup().findOrThrow(name),
-        FunctionDescriptor.of(result, arguments),
-        Linker.Option.captureCallState("errno"),
-        Linker.Option.firstVariadicArg(firstVariadic));
   }
 }

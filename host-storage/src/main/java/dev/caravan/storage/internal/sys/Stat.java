@@ -54,6 +54,18 @@ public record Stat(long dev, long inode, int mode, long rdev, long size, long bl
     return (mode & S_IFMT) == S_IFBLK;
   }
 
+  public boolean isSymlink() {
+    return (mode & S_IFMT) == 0120000;
+  }
+
+  public boolean isRegularFile() {
+    return (mode & S_IFMT) == 0100000;
+  }
+
+  public boolean isDirectory() {
+    return (mode & S_IFMT) == 0040000;
+  }
+
   /**
    * The device a device node stands for, as {@code "major:minor"} (the form mountinfo uses), by
    * glibc's gnu_dev_major and gnu_dev_minor.

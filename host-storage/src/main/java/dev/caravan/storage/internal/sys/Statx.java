@@ -28,6 +28,7 @@ public record Statx(int mountId, boolean mountRoot, boolean symlink) {
   private static final int AT_FDCWD = -100;
   private static final int AT_SYMLINK_NOFOLLOW = 0x100;
   private static final int AT_NO_AUTOMOUNT = 0x800;
+  private static final int AT_EMPTY_PATH = 0x1000;
   private static final int STATX_TYPE = 0x1;
   private static final int STATX_MNT_ID = 0x1000;
   private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
@@ -50,14 +51,26 @@ public record Statx(int mountId, boolean mountRoot, boolean symlink) {
    * throws, and callers read mountinfo instead.
    */
   public static Optional<Statx> of(Path path) {
+    return query(AT_FDCWD, path.toString(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, path);
+  }
+
+  /**
+   * The mount the file {@code fd} refers to is in ({@code AT_EMPTY_PATH}): no name is looked up, so
+   * this is about exactly what the descriptor was opened on. Needs {@link #supported()}.
+   */
+  public static Statx of(Fd fd) {
+    return query(fd.number(), "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, fd)
+        .orElseThrow(() -> new StorageException("statx of the open file " + fd + " found nothing"));
+  }
+
+  private static Optional<Statx> query(int dirFd, String path, int flags, Object label) {
     try (Arena arena = Arena.ofConfined()) {
-      MemorySegment cPath = arena.allocateFrom(path.toString());
+      MemorySegment cPath = arena.allocateFrom(path);
       MemorySegment buffer = arena.allocate(SIZE, 8);
       try {
         Libc.call(arena,
-            state -> (int) STATX.invokeExact(state, AT_FDCWD, cPath, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-                STATX_TYPE | STATX_MNT_ID, buffer),
-            "statx", path);
+            state -> (int) STATX.invokeExact(state, dirFd, cPath, flags, STATX_TYPE | STATX_MNT_ID, buffer),
+            "statx", label);
       } catch (SyscallException e) {
         if (e.errno() == Errno.ENOENT) {
           return Optional.empty();
@@ -67,7 +80,7 @@ public record Statx(int mountId, boolean mountRoot, boolean symlink) {
       int mask = buffer.get(JAVA_INT, OFFSET_MASK);
       long attributesMask = buffer.get(JAVA_LONG, OFFSET_ATTRIBUTES_MASK);
       if ((mask & STATX_MNT_ID) == 0 || (attributesMask & STATX_ATTR_MOUNT_ROOT) == 0) {
-        throw new StorageException("statx of " + path + " does not report the mount id and the mount-root"
+        throw new StorageException("statx of " + label + " does not report the mount id and the mount-root"
             + " attribute on this kernel (Linux 5.8 added them)");
       }
       int mode = Short.toUnsignedInt(buffer.get(JAVA_SHORT, OFFSET_MODE));
