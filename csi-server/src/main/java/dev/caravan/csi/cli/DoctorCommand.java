@@ -64,8 +64,11 @@ final class DoctorCommand implements Callable<Integer> {
     }
     Path root = first(mountRoot, serve.allowedRoots.isEmpty() ? null : serve.allowedRoots.getFirst(),
         NOMAD_MOUNT_ROOT);
-    List<Preflight.Check> checks = Preflight.run(drv,
-        first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv)), root, allowlisted);
+    Path data = first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv));
+    List<Preflight.Check> checks = new java.util.ArrayList<>(Preflight.run(drv, data, root, allowlisted));
+    if (drv.equals("qnap") && serve.backendOptions.containsKey("url")) {
+      checks.addAll(Preflight.applianceFence(serve.backendOptions, data));
+    }
     PrintWriter out = spec.commandLine().getOut();
     out.println("caravan doctor --driver " + drv);
     checks.forEach(c -> out.println(c.line()));
