@@ -355,8 +355,11 @@ class CgiApi implements QnapApi {
       throw CsiException.notFound("QNAP target '" + target.name() + "' is no longer at index " + target.index());
     }
     String what = "map " + lun.name() + " to " + target.name();
-    ok(call(TARGET, what, params("func", "add_lun", "LUNIndex", Integer.toString(lun.index()), "targetIndex",
-        Integer.toString(target.index()))), what);
+    long r = result(call(TARGET, what, params("func", "add_lun", "LUNIndex", Integer.toString(lun.index()),
+        "targetIndex", Integer.toString(target.index()))), what);
+    if (r < 0 && QnapErrors.kind(r) != Kind.ALREADY_EXISTS) { // already mapped: by another controller, a moment ago
+      throw QnapErrors.of(what, r, "");
+    }
     return require(lun, "reading its LUN number").mappings().stream().filter(m -> m.targetIndex() == target.index())
         .findFirst().map(Mapping::lunNumber)
         .orElseThrow(() -> new CsiException(Kind.UNAVAILABLE, "QNAP mapped " + lun.name() + " but lists no LUN number"
