@@ -135,7 +135,7 @@ public class IscsiStageBenchmark {
     volume = new VolumeRef("iscsi-bench", Map.of(
         "targetIqn", target.iqn(), "lun", "0", "portals", String.join(",", portals),
         "naa", wwid.value().substring(1)));
-    node = QnapNodes.system();
+    node = QnapNodes.system(portals);
 
     Path device = node.attach(volume);
     check(Filesystems.formatIfEmpty(device, FsType.EXT4, List.of()) == FormatOutcome.FORMATTED,

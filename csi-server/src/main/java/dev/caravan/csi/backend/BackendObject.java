@@ -23,6 +23,12 @@ public record BackendObject(
     Map<String, String> properties,
     List<String> snapshots,
     Optional<Path> attachedDevice) {
+  /**
+   * The property a backend whose access control fences a volume sets when that control does not
+   * hold for this volume (its value says why and what to change): the inspector reports it.
+   */
+  public static final String FENCE_OPEN = "fenceOpen";
+
   public BackendObject {
     properties = Map.copyOf(properties);
     snapshots = List.copyOf(snapshots);

@@ -79,8 +79,11 @@ final class DoctorCommand implements Callable<Integer> {
     }
     Path root = first(mountRoot, serve.allowedRoots.isEmpty() ? null : serve.allowedRoots.getFirst(),
         NOMAD_MOUNT_ROOT);
-    List<Preflight.Check> checks = new ArrayList<>(Preflight.run(drv,
-        first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv)), root, allowlisted));
+    Path data = first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv));
+    List<Preflight.Check> checks = new ArrayList<>(Preflight.run(drv, data, root, allowlisted));
+    if (drv.equals("qnap") && serve.backendOptions.containsKey("url")) {
+      checks.addAll(Preflight.applianceFence(serve.backendOptions, data));
+    }
     Path cert = first(peerTlsCert, serve.peerTlsCert, null);
     Path key = first(peerTlsKey, serve.peerTlsKey, null);
     Path ca = first(peerTlsCa, serve.peerTlsCa, null);

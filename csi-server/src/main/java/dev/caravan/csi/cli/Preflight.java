@@ -83,6 +83,33 @@ final class Preflight {
         .map(f -> new Check(Status.valueOf(f.severity().name()), f.subject(), f.found(), f.fix())).toList();
   }
 
+  /**
+   * The appliance a qnap config names: whether every Caravan target on it denies the initiators its
+   * ACL does not list (its Default Policy), without which the fence is advisory. Read through the
+   * controller's own client with the config's credentials; changes nothing.
+   */
+  static List<Check> applianceFence(java.util.Map<String, String> options, Path dataDir) {
+    String subject = "appliance fence";
+    List<Check> out = new ArrayList<>();
+    try (dev.caravan.csi.backend.qnap.QnapBackend qnap = dev.caravan.csi.backend.qnap.QnapBackend.open(
+        new dev.caravan.csi.backend.BackendConfig("caravan-doctor", dataDir, options,
+            dev.caravan.csi.backend.NodeUsage.none()))) {
+      List<String> open = qnap.openFences();
+      for (String why : open) {
+        out.add(new Check(Status.FAIL, subject, why, "on the appliance, set that target's Default Policy to Deny"
+            + " Access; publishes of its volume are refused until then"));
+      }
+      if (open.isEmpty()) {
+        out.add(new Check(Status.OK, subject, "every Caravan target on " + options.get("url") + " denies initiators"
+            + " its ACL does not list", ""));
+      }
+    } catch (RuntimeException e) {
+      out.add(new Check(Status.WARN, subject, "not checked: " + e.getMessage(), "make the appliance reachable with"
+          + " the config's credentials, then run doctor again"));
+    }
+    return out;
+  }
+
   private void add(Status s, String subject, String found, String fix) {
     checks.add(new Check(s, subject, found, s == Status.OK ? "" : fix));
   }

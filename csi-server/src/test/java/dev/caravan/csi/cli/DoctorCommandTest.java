@@ -149,4 +149,37 @@ class DoctorCommandTest {
   void anUnknownDriverIsAUsageError() {
     assertThat(doctor("--driver", "nfs").exit()).isEqualTo(2);
   }
+
+  /**
+   * With a config naming the appliance, doctor reads every Caravan target's Default Policy there: one
+   * that admits initiators its ACL does not list fails the check, naming the target.
+   */
+  @Test
+  void qnapReportsATargetWhoseDefaultPolicyAdmitsEveryone() throws IOException {
+    try (dev.caravan.csi.backend.qnap.SimulatedAppliance nas = dev.caravan.csi.backend.qnap.SimulatedAppliance.start(dir)) {
+      java.util.Map<String, String> options = nas.options(java.util.List.of("192.0.2.10"), java.util.Map.of());
+      String vol;
+      try (dev.caravan.csi.backend.qnap.QnapBackend b = dev.caravan.csi.backend.qnap.QnapBackend.open(
+          new dev.caravan.csi.backend.BackendConfig("iqn.2026-01.dev.caravan.test:doctor", dir, options,
+              dev.caravan.csi.backend.NodeUsage.none()))) {
+        vol = b.controller().createVolume(new dev.caravan.csi.backend.VolumeRequest("doc",
+            new dev.caravan.csi.backend.CapacityRange(1L << 30, 0), java.util.Set.of(dev.caravan.csi.backend.AccessType.MOUNT),
+            java.util.Optional.of("ext4"), java.util.Map.of(), java.util.Optional.empty(), java.util.List.of(),
+            java.util.List.of())).id();
+      }
+      Path config = dir.resolve("caravan.hcl");
+      Files.writeString(config, "driver = \"qnap\"\nqnap {\n  url = \"" + options.get("url") + "\"\n  transport = \"cgi\"\n"
+          + "  portals = [\"192.0.2.10\"]\n  credentials_file = \"" + options.get("credentials-file") + "\"\n}\n");
+
+      Out fenced = doctor("--driver", "qnap", "--config", config.toString());
+      assertThat(fenced.line("appliance fence")).startsWith("OK  ").contains("every Caravan target");
+
+      nas.openDefaultPolicy(vol);
+      Out open = doctor("--driver", "qnap", "--config", config.toString());
+      assertThat(open.line("appliance fence")).startsWith("FAIL").contains(dev.caravan.csi.backend.qnap.SimulatedAppliance
+          .lunName(vol)).contains("Default Policy");
+      assertThat(open.fix("appliance fence")).contains("Deny Access");
+      assertThat(open.exit()).isEqualTo(1);
+    }
+  }
 }

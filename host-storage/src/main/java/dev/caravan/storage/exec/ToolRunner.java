@@ -21,7 +21,8 @@ import java.util.function.Supplier;
 
 /**
  * Runs helper binaries: the only place in Caravan that starts a process. The command is an argument
- * list, never a shell line, so nothing in it is ever interpreted.
+ * list, never a shell line, so nothing in it is ever interpreted. A tool's environment is ours
+ * without our secrets ({@link ChildEnvironment}).
  */
 public final class ToolRunner {
   private static final ProcessBuilder.Redirect NO_INPUT =
@@ -67,7 +68,7 @@ public final class ToolRunner {
   public static ToolResult runAtTerminal(
       List<String> command, String typed, Map<String, String> environment, Duration timeout) {
     List<String> cmd = List.copyOf(command);
-    Map<String, String> env = new HashMap<>(System.getenv());
+    Map<String, String> env = new HashMap<>(ChildEnvironment.of(System.getenv()));
     env.putAll(environment);
     long started = System.nanoTime();
     Pty pty;
@@ -110,7 +111,11 @@ public final class ToolRunner {
 
   private static Process start(List<String> cmd) {
     try {
-      return new ProcessBuilder(cmd).redirectInput(NO_INPUT).start();
+      ProcessBuilder builder = new ProcessBuilder(cmd).redirectInput(NO_INPUT);
+      Map<String, String> env = builder.environment();
+      Map<String, String> allowed = ChildEnvironment.of(env);
+      env.keySet().retainAll(allowed.keySet());
+      return builder.start();
     } catch (IOException e) {
       throw new ToolException("cannot start: " + e.getMessage(), cmd, -1, "", e);
     }

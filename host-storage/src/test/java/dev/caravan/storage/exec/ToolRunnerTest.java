@@ -203,4 +203,41 @@ class ToolRunnerTest {
     assertThat(result.stdout())
         .isEqualTo("leader without terminal\ntool ran\nterminal during: 0\nterminal after: 0\n");
   }
+
+  /**
+   * The plugin's own secrets (the appliance's password, Nomad's token) are in its environment; a
+   * tool it starts never needs them, and a tool's environment is readable to whoever may read its
+   * /proc entry: the child's environment is the parent's without them.
+   */
+  @Test
+  void aChildsEnvironmentHoldsNoSecretOfTheParent() {
+    String java = ProcessHandle.current().info().command().orElseThrow();
+    List<String> command =
+        List.of(
+            "env",
+            "CARAVAN_QNAP_PASSWORD=pw-in-parent",
+            "CARAVAN_QNAP_USER=admin-in-parent",
+            "NOMAD_TOKEN=token-in-parent",
+            "SOME_API_SECRET=secret-in-parent",
+            "CARAVAN_HARMLESS=kept",
+            java,
+            "--enable-native-access=ALL-UNNAMED",
+            "-cp",
+            ForkedJvm.classPath(ChildEnvironmentPrinter.class),
+            ChildEnvironmentPrinter.class.getName());
+
+    String out = ToolRunner.run(command, Duration.ofMinutes(2)).stdout();
+
+    assertThat(out).contains("== run").contains("== runAtTerminal").contains("ADDED=1");
+    assertThat(out.split("== runAtTerminal", -1))
+        .allSatisfy(
+            part ->
+                assertThat(part)
+                    .contains("CARAVAN_HARMLESS=kept")
+                    .contains("PATH=")
+                    .doesNotContain("pw-in-parent")
+                    .doesNotContain("admin-in-parent")
+                    .doesNotContain("token-in-parent")
+                    .doesNotContain("secret-in-parent"));
+  }
 }

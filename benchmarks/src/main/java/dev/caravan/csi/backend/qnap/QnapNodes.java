@@ -17,8 +17,11 @@ public final class QnapNodes {
 
   private QnapNodes() {}
 
-  /** The node backend a {@code --driver=qnap} plugin runs, logging in through iscsid's default interface. */
-  public static NodeBackend system() {
-    return new QnapNode(Initiator.system(ISCSIADM_TIMEOUT, Optional.empty()), DEVICE_WAIT);
+  /**
+   * The node backend a {@code --driver=qnap} plugin runs, logging in through iscsid's default interface
+   * to {@code portals} only (its {@code qnap.portals}).
+   */
+  public static NodeBackend system(java.util.List<String> portals) {
+    return new QnapNode(Initiator.system(ISCSIADM_TIMEOUT, Optional.empty()), DEVICE_WAIT, portals);
   }
 }

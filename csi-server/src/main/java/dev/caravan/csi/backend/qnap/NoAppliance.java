@@ -59,6 +59,16 @@ final class NoAppliance implements QnapApi {
   }
 
   @Override
+  public DefaultPolicy defaultPolicy(Target target) {
+    throw refused();
+  }
+
+  @Override
+  public void denyByDefault(Target target) {
+    throw refused();
+  }
+
+  @Override
   public List<String> acl(Target target) {
     throw refused();
   }

@@ -54,6 +54,15 @@ interface QnapApi extends AutoCloseable {
   /** Unmaps {@code lun} (name-checked) from {@code target}. */
   void unmap(Lun lun, Target target);
 
+  /**
+   * What {@code target} does with an initiator its ACL does not list: its Default Policy (ACL row 0),
+   * as the appliance reports it now (target name-checked).
+   */
+  DefaultPolicy defaultPolicy(Target target);
+
+  /** Sets {@code target}'s Default Policy to deny every initiator its ACL does not list (name-checked). */
+  void denyByDefault(Target target);
+
   /** Adds {@code initiatorIqn} to the target's ACL, with CHAP when given. */
   void allow(Target target, String initiatorIqn, Optional<Chap> chap);
 
@@ -128,6 +137,26 @@ interface QnapApi extends AutoCloseable {
   record Snap(long id, String name, Instant createdAt, boolean ready) {}
 
   record Pool(int id, long capacityBytes, long freeBytes, long maxThickBytes, boolean ready) {}
+
+  /** The access QNAP's Default Policy grants: its three values, and "the answer does not say". */
+  enum Access {
+    READ_WRITE,
+    READ_ONLY,
+    DENY,
+    /** The appliance's answer has no value Caravan knows: nothing is proven, so it counts as admitting. */
+    UNPROVEN
+  }
+
+  /**
+   * A target's Default Policy.
+   *
+   * @param reported what the appliance answered, in its own terms, for messages
+   */
+  record DefaultPolicy(Access access, String reported) {
+    boolean denies() {
+      return access == Access.DENY;
+    }
+  }
 
   /** CHAP for one initiator row; the secrets are never logged (toString hides them). */
   record Chap(String user, String password, Optional<String> mutualUser, Optional<String> mutualPassword) {

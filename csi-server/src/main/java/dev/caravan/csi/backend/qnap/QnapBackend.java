@@ -11,6 +11,7 @@ import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.VolumeRef;
 import java.time.Clock;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -43,6 +44,7 @@ public final class QnapBackend implements Backend {
   private final QnapController controller;
   private final QnapNode node;
   private final String storageCheck;
+  private final java.util.concurrent.atomic.AtomicBoolean fencesChecked = new java.util.concurrent.atomic.AtomicBoolean();
 
   private QnapBackend(QnapApi api, Optional<Http> http, String transport, QnapController controller, QnapNode node,
       String storageCheck) {
@@ -62,7 +64,7 @@ public final class QnapBackend implements Backend {
     QnapConfig config = QnapConfig.parse(backendConfig.options());
     Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
     logIface(config, initiator);
-    QnapNode node = new QnapNode(initiator, DEVICE_WAIT);
+    QnapNode node = new QnapNode(initiator, DEVICE_WAIT, config.portals());
     if (config.nodeOnly()) {
       LOG.log(System.Logger.Level.INFO, "qnap: node side only (no qnap.url): no appliance account, controller calls"
           + " refused");
@@ -157,10 +159,43 @@ public final class QnapBackend implements Backend {
     try {
       controller.volumeStatus(volumeId)
           .ifPresent(s -> properties.put("publishedTo", String.join(",", s.attachedNodes())));
+      controller.fenceOpen(volumeId).ifPresent(why -> properties.put(BackendObject.FENCE_OPEN, why));
     } catch (CsiException e) {
       properties.put("publishedToError", e.getMessage());
     }
     return new BackendObject(base.kind(), base.location(), base.exists(), properties, base.snapshots(), device);
+  }
+
+  /**
+   * Caravan's targets on the appliance whose ACL does not fence (their Default Policy admits, or is not
+   * shown to deny, initiators the ACL does not list), each with why; read from the appliance now.
+   */
+  public List<String> openFences() {
+    return controller.openFences();
+  }
+
+  /**
+   * Checks the fence of every Caravan target once, when the appliance first answers after the start,
+   * off Probe's path: each open one is logged as a warning (publishes of its volume are refused until
+   * it is fixed).
+   */
+  private void checkFencesOnce() {
+    if (!fencesChecked.compareAndSet(false, true)) {
+      return;
+    }
+    Thread.ofVirtual().name("qnap fence check").start(() -> {
+      try {
+        List<String> open = controller.openFences();
+        for (String why : open) {
+          LOG.log(System.Logger.Level.WARNING, "qnap: {0}", why);
+        }
+        LOG.log(System.Logger.Level.INFO, "qnap: fence check at start: {0} Caravan target(s) admit initiators their"
+            + " ACL does not list", open.size());
+      } catch (CsiException e) {
+        LOG.log(System.Logger.Level.WARNING, "qnap: could not check the targets'' Default Policy at start: {0}",
+            e.getMessage());
+      }
+    });
   }
 
   @Override
@@ -179,6 +214,7 @@ public final class QnapBackend implements Backend {
   private Readiness askAppliance() {
     try {
       QnapApi.Appliance a = api.appliance();
+      checkFencesOnce();
       return Readiness.ready("QNAP " + a.model() + " firmware " + a.firmware() + " over the " + transport + " API");
     } catch (CsiException e) {
       return Readiness.notReady(e.getMessage());

@@ -41,6 +41,13 @@ import java.util.Set;
  * the initiator of the node the volume is published to, and a second node's publish is refused while
  * the first holds it.
  *
+ * <p>The ACL fences only while the target's Default Policy (its ACL row 0) denies every initiator the
+ * ACL does not list; QNAP's factory default admits them all. Every target Caravan makes is set to
+ * deny when it is made (and again by a CreateVolume retry that finds it otherwise), and every publish
+ * first reads the policy back: a target that admits unlisted initiators, or whose answer does not
+ * prove that it denies them, is refused with FAILED_PRECONDITION naming the setting. Caravan never
+ * changes a policy it finds opened on a published volume's target: that is the operator's to decide.
+ *
  * <p>A dead node's volume is recovered with {@code nomad volume detach}, which makes Nomad call
  * ControllerUnpublish for that node: its initiator leaves the ACL, and the next node's publish
  * succeeds. Nothing here ever removes a node from an ACL on its own.
@@ -135,10 +142,13 @@ final class QnapController implements ControllerBackend {
     boolean thin = thin(req.parameters());
     VolumeId v = QnapIds.volumeFor(req.name(), fs, req.accessTypes());
     List<Lun> luns = api.luns();
+    // A LUN another controller is removing (it lost a race for this name) comes after one that stays.
     Optional<Lun> same = luns.stream().filter(l -> l.state() != LunState.GHOST)
-        .filter(l -> QnapIds.lun(l.name()).map(x -> x.hash().equals(v.hash())).orElse(false)).findFirst();
+        .filter(l -> QnapIds.lun(l.name()).map(x -> x.hash().equals(v.hash())).orElse(false))
+        .min(Comparator.comparing(l -> l.state() == LunState.REMOVING));
     Lun lun;
     VolumeId chosen = v;
+    boolean made = false;
     if (same.isPresent()) {
       lun = same.get();
       VolumeId existing = QnapIds.lun(lun.name()).orElseThrow();
@@ -161,17 +171,54 @@ final class QnapController implements ControllerBackend {
       chosen = existing; // what it was created for stays what it reports
     } else if (req.source().isPresent()) {
       lun = cloneInto(v, req, pool);
+      made = true;
     } else {
       long bytes = size(req.capacity(), 0);
       requireRoom(pool, thin, bytes);
       lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
+      made = true;
       CrashPoints.reach("qnap.create.after-lun"); // a LUN without its target: the retry, or a publish, exposes it
     }
-    return new Provisioned(expose(chosen, lun, req.source()), same.isEmpty());
+    return settle(chosen, lun, made, expose(chosen, lun, req.source(), true), req.source());
   }
 
-  /** Makes sure the volume's own target exists and maps its LUN; returns the volume as exposed. */
-  private VolumeInfo expose(VolumeId v, Lun lun, Optional<ContentSource> source) {
+  /**
+   * Settles a race for one name between controllers (two plugin instances, or a retry beside the
+   * first call): the appliance, which refuses no LUN name twice (S3), is still the arbiter, because it
+   * numbers the LUNs mapped to one target itself, one at a time. The volume is the LUN of this name
+   * mapped to the volume's target at the lowest LUN number; that mapping is the first one made and no
+   * caller ever removes it. A LUN this call made that lost is unmapped and deleted (nobody was given
+   * it: a CreateVolume returns the winner), and the winner is returned as found, not made.
+   */
+  private Provisioned settle(VolumeId v, Lun mine, boolean made, VolumeInfo exposed, Optional<ContentSource> source) {
+    Optional<Target> target = targetNamed(api.targets(), v.lunName());
+    if (target.isEmpty()) {
+      throw new CsiException(Kind.ABORTED, "QNAP target '" + v.lunName() + "' vanished while the volume was being"
+          + " created (another controller removing it?); retry");
+    }
+    int t = target.get().index();
+    Optional<Lun> winner = api.luns().stream().filter(l -> l.name().equals(v.lunName()) && l.present())
+        .filter(l -> numberOn(l, t).isPresent()).min(Comparator.comparing(l -> numberOn(l, t).orElseThrow()));
+    if (winner.isEmpty() || winner.get().index() == mine.index()) {
+      return new Provisioned(exposed, made);
+    }
+    if (made) {
+      api.unmap(mine, target.get());
+      api.deleteLun(mine);
+    }
+    Lun w = winner.get().state() == LunState.CREATING ? api.awaitReady(winner.get()) : winner.get();
+    return new Provisioned(info(v, w, target.get(), numberOn(w, t).orElseThrow(), source), false);
+  }
+
+  private static Optional<Integer> numberOn(Lun lun, int targetIndex) {
+    return lun.mappings().stream().filter(m -> m.targetIndex() == targetIndex).map(Mapping::lunNumber).findFirst();
+  }
+
+  /**
+   * Makes sure the volume's own target exists, denies unlisted initiators if this call made it (or,
+   * with {@code creating}, whatever made it), and maps its LUN; returns the volume as exposed.
+   */
+  private VolumeInfo expose(VolumeId v, Lun lun, Optional<ContentSource> source, boolean creating) {
     List<Target> targets = api.targets();
     Target target = targetNamed(targets, v.lunName()).orElse(null);
     if (target == null) {
@@ -179,13 +226,28 @@ final class QnapController implements ControllerBackend {
         throw CsiException.failedPrecondition("QNAP target '" + v.lunName() + "' exists but its alias is not '"
             + v.lunName() + "': it is not Caravan's; rename or remove it on the appliance");
       }
-      target = api.createTarget(v.lunName());
-      CrashPoints.reach("qnap.create.after-target"); // the target exists, the LUN not yet mapped to it
+      target = createTarget(v.lunName());
+      CrashPoints.reach("qnap.create.after-target"); // the target exists, admitting everyone: the retry denies
+      api.denyByDefault(target);
+    } else if (creating && !api.defaultPolicy(target).denies()) {
+      api.denyByDefault(target);
     }
     int index = target.index();
     Optional<Mapping> mapping = lun.mappings().stream().filter(m -> m.targetIndex() == index).findFirst();
     int lunNumber = mapping.isPresent() ? mapping.get().lunNumber() : api.map(lun, target);
     return info(v, lun, target, lunNumber, source);
+  }
+
+  /**
+   * Creates the volume's target; when the appliance refuses because another controller made it a
+   * moment ago, that one is the volume's target.
+   */
+  private Target createTarget(String name) {
+    try {
+      return api.createTarget(name);
+    } catch (CsiException e) {
+      return targetNamed(api.targets(), name).orElseThrow(() -> e);
+    }
   }
 
   private Lun cloneInto(VolumeId v, VolumeRequest req, int pool) {
@@ -507,9 +569,13 @@ final class QnapController implements ControllerBackend {
         "volume_id " + volumeId + " does not exist"));
     Optional<Chap> chap = chap(secrets);
     // An interrupted CreateVolume may have left the LUN without its target or mapping: finish that here.
-    expose(v, lun, Optional.empty());
+    expose(v, lun, Optional.empty(), false);
     Target target = targetNamed(api.targets(), v.lunName()).orElseThrow(() -> new CsiException(Kind.UNAVAILABLE,
         "QNAP target '" + v.lunName() + "' is not listed right after it was made; retry"));
+    Optional<String> open = fenceOpen(target);
+    if (open.isPresent()) {
+      throw CsiException.failedPrecondition("volume " + volumeId + " is not published: " + open.get());
+    }
     List<String> holders = api.acl(target);
     List<String> others = holders.stream().filter(h -> !h.equals(nodeId)).toList();
     if (!others.isEmpty()) {
@@ -527,6 +593,46 @@ final class QnapController implements ControllerBackend {
       }
     }
     return Map.of();
+  }
+
+  /**
+   * Why {@code target}'s ACL does not fence, if it does not: its Default Policy admits initiators the
+   * ACL does not list, or the appliance's answer does not prove that it denies them.
+   */
+  Optional<String> fenceOpen(Target target) {
+    QnapApi.DefaultPolicy p = api.defaultPolicy(target);
+    if (p.denies()) {
+      return Optional.empty();
+    }
+    String state = p.access() == QnapApi.Access.UNPROVEN
+        ? "does not show that its Default Policy (ACL row 0, initiatorIndex 0) denies initiators its ACL does not"
+            + " list (" + p.reported() + ")"
+        : "has a Default Policy (ACL row 0, initiatorIndex 0) that grants " + p.reported() + " to every initiator"
+            + " its ACL does not list";
+    return Optional.of("QNAP target '" + target.name() + "' " + state + ", so refusing other nodes would not keep"
+        + " them out: any host on the SAN could log in to its LUN. Set the target's Default Policy to Deny Access"
+        + " on the appliance (iSCSI & Fibre Channel > the target > ACL); `caravan doctor --driver qnap --config"
+        + " <file>` lists every such target");
+  }
+
+  /** Caravan's targets (named and aliased after a volume's LUN) whose ACL does not fence, with why. */
+  List<String> openFences() {
+    List<String> out = new ArrayList<>();
+    for (Target t : api.targets()) {
+      if (t.name().equals(t.alias()) && QnapIds.lun(t.name()).isPresent()) {
+        fenceOpen(t).ifPresent(out::add);
+      }
+    }
+    return out;
+  }
+
+  /** Why the volume's target does not fence, if it does not (empty also when it has no target). */
+  Optional<String> fenceOpen(String volumeId) {
+    Optional<VolumeId> v = QnapIds.volume(volumeId);
+    if (v.isEmpty()) {
+      return Optional.empty();
+    }
+    return targetNamed(api.targets(), v.get().lunName()).flatMap(this::fenceOpen);
   }
 
   private Optional<Chap> chap(Map<String, String> secrets) {

@@ -48,15 +48,29 @@ final class QnapNode implements NodeBackend {
 
   private final Initiator initiator;
   private final Duration deviceWait;
+  private final List<dev.caravan.storage.iscsi.Portal> portals;
 
-  QnapNode(Initiator initiator, Duration deviceWait) {
+  /**
+   * @param portals the node's own {@code qnap.portals}: the only portals it logs in to, whatever a
+   *     volume context names (a context naming another host would make this node send its initiator
+   *     name, and its CHAP secret, to that host, and write a workload's data there)
+   */
+  QnapNode(Initiator initiator, Duration deviceWait, List<String> portals) {
     this.initiator = initiator;
     this.deviceWait = deviceWait;
+    this.portals = portals.stream().map(dev.caravan.storage.iscsi.Portal::parse).toList();
   }
 
   @Override
   public Path attach(VolumeRef volume) {
     LunContext lun = LunContext.of(volume);
+    for (String p : lun.portals()) {
+      if (!portals.contains(dev.caravan.storage.iscsi.Portal.parse(p))) {
+        throw CsiException.invalid("volume_context." + LunContext.PORTALS + " entry '" + p + "' is not one of this"
+            + " node's qnap.portals " + portals + ": a node logs in only to the portals of the appliance it is"
+            + " configured for");
+      }
+    }
     Optional<dev.caravan.storage.iscsi.Chap> chap = lun.chap(volume.secrets());
     List<String> loggedIn = new ArrayList<>();
     try {

@@ -217,8 +217,14 @@ final class RestApi extends CgiApi {
     if (current(target).isEmpty()) {
       throw CsiException.notFound("QNAP target '" + target.name() + "' is no longer at index " + target.index());
     }
-    rest("POST", "/api/iscsi/v1/targets/" + target.index() + "/luns/" + lun.index(), Optional.empty(),
-        "map " + lun.name() + " to " + target.name());
+    try {
+      rest("POST", "/api/iscsi/v1/targets/" + target.index() + "/luns/" + lun.index(), Optional.empty(),
+          "map " + lun.name() + " to " + target.name());
+    } catch (CsiException e) {
+      if (e.kind() != Kind.ALREADY_EXISTS) { // already mapped: by another controller, a moment ago
+        throw e;
+      }
+    }
     return require(lun, "reading its LUN number").mappings().stream().filter(m -> m.targetIndex() == target.index())
         .findFirst().map(Mapping::lunNumber)
         .orElseThrow(() -> new CsiException(Kind.UNAVAILABLE, "QNAP mapped " + lun.name()

@@ -254,6 +254,14 @@ public final class ChainInspector {
               + " holds is unknown, not absent; calls that need it answer UNAVAILABLE until it answers again.",
           backend.storageCheck()));
     }
+    String fenceOpen = object.properties().get(BackendObject.FENCE_OPEN);
+    if (fenceOpen != null) {
+      findings.add(Finding.error("fence-open",
+          "The storage does not keep other nodes away from " + volumeId + ": " + fenceOpen + ". A node that"
+              + " Nomad has detached the volume from, but that still reaches the storage, can go on writing it"
+              + " while the next node does.",
+          backend.storageCheck()));
+    }
     if (backendKnown && !object.exists() && record.isPresent()) {
       findings.add(Finding.error("backend-object-missing",
           "The journal says " + volumeId + " is staged here, but its backing " + object.kind() + " "

@@ -177,6 +177,14 @@ final class LioListener implements TargetListener, AutoCloseable {
     }
   }
 
+  /** An initiator without a node ACL of its own reaches the LUNs read/write through LIO's generated ones. */
+  @Override
+  public synchronized void defaultPolicyChanged(int targetIndex, boolean admitsUnlisted) {
+    Target t = targets.get(targetIndex);
+    write(t.tpg.resolve("attrib/generate_node_acls"), admitsUnlisted ? "1" : "0");
+    write(t.tpg.resolve("attrib/cache_dynamic_acls"), admitsUnlisted ? "1" : "0");
+  }
+
   @Override
   public synchronized void aclChanged(int targetIndex, Map<String, Optional<QnapApi.Chap>> initiators) {
     Target t = targets.get(targetIndex);

@@ -38,6 +38,7 @@ import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -74,6 +75,7 @@ class QnapControllerTest {
     Path creds = work.resolve("qnap-credentials");
     Files.writeString(creds, "user=" + QnapSimulator.USER + "\npassword=" + QnapSimulator.PASSWORD.replace("ü", "\\u00fc")
         + "\n");
+    Files.setPosixFilePermissions(creds, PosixFilePermissions.fromString("rw-------"));
     Map<String, String> options = new HashMap<>(Map.of("url", sim.url().toString(), "transport", transport,
         "credentials-file", creds.toString(), "portals", "192.0.2.10, 192.0.2.11:3261", "ready-timeout-seconds", "10"));
     options.putAll(extra);
@@ -469,12 +471,13 @@ class QnapControllerTest {
   void heroH6RefusingCgiWritesIsReportedInTheAppliancesWords() throws IOException {
     start("rest", Map.of());
     sim.cgiWritesRefused = true;
-    Volume v = controller.createVolume(create("h6", 1).build()).getVolume();
-    assertThat(sim.lunNames()).hasSize(1);
-    var e = error(() -> controller.controllerPublishVolume(publish(v, NODE_A)));
+    // The target's Default Policy is set through the CGI on both APIs (no REST call for it is known):
+    // h6 refusing it means no target Caravan makes there can be fenced, and the create says so.
+    var e = error(() -> controller.createVolume(create("h6", 1).build()));
     assertThat(e.getStatus().getCode()).isEqualTo(Code.INTERNAL);
-    assertThat(e.getStatus().getDescription()).contains("add_init").contains("result -1");
-    assertThat(sim.acl(v.getVolumeId().substring(8))).isEmpty();
+    assertThat(e.getStatus().getDescription()).contains("edit_init Default Policy").contains("result -1");
+    assertThat(sim.lunNames()).hasSize(1);
+    assertThat(sim.acl(sim.lunNames().values().iterator().next())).isEmpty();
   }
 
   @Test
@@ -501,6 +504,29 @@ class QnapControllerTest {
         .isEqualTo(both);
   }
 
+  /**
+   * A volume context naming a portal that is not the node's own (qnap.portals) is refused before any
+   * login: the node would otherwise present its initiator name and CHAP secret to that host.
+   */
+  @Test
+  void theNodeLogsInOnlyToItsOwnPortals() throws IOException {
+    start("cgi", Map.of("chap-user-secret", "chapUser", "chap-password-secret", "chapPassword"));
+    Volume v = controller.createVolume(create("p", 1).build()).getVolume();
+    Path staging = Files.createDirectories(work.resolve("client/csi/staging"));
+    for (String portals : List.of("203.0.113.66:3260", "192.0.2.10:3260,203.0.113.66", "192.0.2.11:3260")) {
+      Map<String, String> context = new HashMap<>(v.getVolumeContextMap());
+      context.put("portals", portals);
+      var e = error(() -> node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+          .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
+          .putAllVolumeContext(context).putSecrets("chapUser", "u").putSecrets("chapPassword", "chap-secret-12")
+          .build()));
+      assertThat(e.getStatus().getCode()).as(portals).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(e.getStatus().getDescription()).as(portals).contains("volume_context.portals")
+          .containsPattern("'(203\\.0\\.113\\.66(:3260)?|192\\.0\\.2\\.11:3260)'").contains("qnap.portals")
+          .doesNotContain("chap-secret-12");
+    }
+  }
+
   @Test
   void theNodeRefusesAContextOrSecretsItCannotUseBeforeTouchingTheHost() throws IOException {
     start("cgi", Map.of("chap-user-secret", "chapUser", "chap-password-secret", "chapPassword"));
@@ -521,6 +547,29 @@ class QnapControllerTest {
     assertThat(sim.acl(v.getVolumeId().substring(8))).as("nothing changed on the appliance").isEmpty();
     assertThat(node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .setStagingTargetPath(staging.toString()).build())).as("nothing was staged: unstaging succeeds").isNotNull();
+  }
+
+  /** The administrator's password file is refused, as ssh refuses a private key, when others may read it. */
+  @Test
+  void aCredentialsFileOthersMayReadIsRefusedNamingItsModeAndTheFix() throws IOException {
+    Path dir = Files.createTempDirectory("caravan-qnap-creds-");
+    Path creds = dir.resolve("qnap-credentials");
+    Files.writeString(creds, "user=admin\npassword=hunter2-secret\n");
+    for (String mode : List.of("rw-r--r--", "rw-r-----", "rw----r--", "rw--w----")) {
+      Files.setPosixFilePermissions(creds, PosixFilePermissions.fromString(mode));
+      assertThatThrownBy(() -> Credentials.load(java.util.Optional.of(creds), Map.of())).as(mode)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("qnap.credentials-file " + creds)
+          .hasMessageContaining(mode)
+          .hasMessageContaining("chmod 600 " + creds)
+          .hasMessageNotContaining("hunter2-secret");
+    }
+    Files.setPosixFilePermissions(creds, PosixFilePermissions.fromString("rw-r--r--"));
+    assertThatThrownBy(() -> Credentials.load(java.util.Optional.of(creds), Map.of())).hasMessageContaining("mode 0644");
+    Files.setPosixFilePermissions(creds, PosixFilePermissions.fromString("rw-------"));
+    assertThat(Credentials.load(java.util.Optional.of(creds), Map.of()).password()).isEqualTo("hunter2-secret");
+    Files.setPosixFilePermissions(creds, PosixFilePermissions.fromString("r--------"));
+    assertThat(Credentials.load(java.util.Optional.of(creds), Map.of()).user()).isEqualTo("admin");
   }
 
   @Test

@@ -45,9 +45,12 @@ import javax.net.ssl.SSLContext;
  *
  * <p>Where the sources leave something open, the simulator takes one reading and says so:
  * {@code remove_target} answers 0 (S2), target-CGI {@code add_lun} answers the target index (S5),
- * snapshot {@code status} is 0 while taking, 1 when ready and -1 while being deleted; a target admits
- * exactly the initiators of its ACL rows (row 0, the Default Policy, carries only the target's CHAP),
- * as an LIO target without generated node ACLs does. The REST field names beyond those S6 gives
+ * snapshot {@code status} is 0 while taking, 1 when ready and -1 while being deleted. A target
+ * admits the initiators of its ACL rows, and every other initiator as its Default Policy (row 0) says:
+ * a new target's grants read/write to all of them, as QNAP's manual says of the factory default
+ * ({@link #admits}); row 0's {@code accessMode} (0 read/write, 1 read-only, 2 deny) is this
+ * simulator's reading of a field no source names for the target ACL (qnap-api.md §1.5), and
+ * {@link #defaultPolicyHidden} models firmware that answers without it. The REST field names beyond those S6 gives
  * ({@code label, type, pool_id, capacity, provision_type, creating, lun_index, volume_type,
  * error_code, error_message}) are this simulator's choice, shared with {@link RestApi}. Logins for both
  * APIs go through {@code authLogin.cgi}, whose session id the REST API takes in its {@code sid} header
@@ -87,6 +90,8 @@ final class QnapSimulator implements AutoCloseable {
   volatile boolean whitespaceIqn;
   volatile boolean cgiWritesRefused;
   volatile long maxLunBytes = 1L << 50;
+  /** The target detail's Default Policy row answers without {@code accessMode} (firmware that has none). */
+  volatile boolean defaultPolicyHidden;
   /** How long a session lives after its login (the appliance's session timeout). */
   volatile java.time.Duration sessionTtl = java.time.Duration.ofHours(1);
 
@@ -142,7 +147,14 @@ final class QnapSimulator implements AutoCloseable {
     String alias;
     final List<Integer> luns = new ArrayList<>();
     final LinkedHashMap<String, Optional<QnapApi.Chap>> acl = new LinkedHashMap<>();
+    /** Row 0, the Default Policy: what an initiator the rows do not list gets. The factory's: read/write. */
+    int defaultAccess = READ_WRITE;
+    Optional<QnapApi.Chap> defaultChap = Optional.empty();
   }
+
+  static final int READ_WRITE = 0;
+  static final int READ_ONLY = 1;
+  static final int DENY = 2;
 
   private static final class SnapRow {
     long id;
@@ -275,6 +287,27 @@ final class QnapSimulator implements AutoCloseable {
   synchronized List<String> acl(String targetName) {
     return targets.values().stream().filter(t -> t.name.equals(targetName)).findFirst()
         .map(t -> List.copyOf(t.acl.keySet())).orElse(List.of());
+  }
+
+  /**
+   * Whether {@code initiator} may log in to the target and reach its LUNs, as the appliance decides it:
+   * listed in the target's ACL, or not listed and the Default Policy does not deny.
+   */
+  synchronized boolean admits(String targetName, String initiator) {
+    TargetRow t = targets.values().stream().filter(x -> x.name.equals(targetName)).findFirst().orElseThrow();
+    return t.acl.containsKey(initiator) || t.defaultAccess != DENY;
+  }
+
+  /** The operator edits the target's Default Policy in the appliance's UI (0 read/write, 1 read-only, 2 deny). */
+  synchronized void setDefaultAccess(String targetName, int access) {
+    TargetRow t = targets.values().stream().filter(x -> x.name.equals(targetName)).findFirst().orElseThrow();
+    t.defaultAccess = access;
+    listener.defaultPolicyChanged(t.index, access != DENY);
+  }
+
+  /** Creates a target as the appliance's own UI would (not through Caravan): the factory Default Policy. */
+  synchronized void createForeignTarget(String name) {
+    targetCgi("add_target", Map.of("targetName", name, "targetAlias", name));
   }
 
   synchronized Optional<QnapApi.Chap> chapOf(String targetName, String initiator) {
@@ -572,8 +605,10 @@ final class QnapSimulator implements AutoCloseable {
         return result(-6);
       }
       StringBuilder acl = new StringBuilder("<targetACL><targetInitInfo>").append(x("initiatorIndex", 0))
-          .append(x("initiatorIQN", "")).append(x("initiatorAlias", "Default Policy")).append(x("bCHAPEnable", 0))
-          .append(x("bMutualCHAPEnable", 0)).append("</targetInitInfo>");
+          .append(x("initiatorIQN", "")).append(x("initiatorAlias", "Default Policy"))
+          .append(x("bCHAPEnable", t.defaultChap.isPresent() ? 1 : 0))
+          .append(x("bMutualCHAPEnable", t.defaultChap.flatMap(QnapApi.Chap::mutualUser).isPresent() ? 1 : 0))
+          .append(defaultPolicyHidden ? "" : x("accessMode", t.defaultAccess)).append("</targetInitInfo>");
       int n = 1;
       for (var e : t.acl.entrySet()) {
         acl.append("<targetInitInfo>").append(x("initiatorIndex", n++)).append(x("initiatorIQN", e.getKey()))
@@ -723,6 +758,7 @@ final class QnapSimulator implements AutoCloseable {
         t.alias = p.getOrDefault("targetAlias", name);
         targets.put(t.index, t);
         listener.targetCreated(t.index, IQN_PREFIX + name + IQN_POSTFIX);
+        listener.defaultPolicyChanged(t.index, true); // the factory Default Policy admits every initiator
         return result(t.index);
       }
       case "remove_target" -> {
@@ -773,6 +809,9 @@ final class QnapSimulator implements AutoCloseable {
         if (t.isEmpty()) {
           return result(-6);
         }
+        if (init.isEmpty() && "0".equals(p.get("initiatorIndex"))) {
+          return defaultRow(t.get(), p);
+        }
         if (init.isEmpty()) {
           return result(-13);
         }
@@ -806,6 +845,28 @@ final class QnapSimulator implements AutoCloseable {
         return result(-13);
       }
     }
+  }
+
+  /** add_init/edit_init of row 0, the Default Policy: its CHAP (S3, S5) and its access mode. */
+  private String[] defaultRow(TargetRow t, Map<String, String> p) {
+    Optional<QnapApi.Chap> chap = Optional.empty();
+    if ("1".equals(p.get("bCHAPEnable"))) {
+      if (p.getOrDefault("CHAPUserName", "").isEmpty() || p.getOrDefault("CHAPPasswd", "").isEmpty()) {
+        return result(-13);
+      }
+      chap = Optional.of(new QnapApi.Chap(p.get("CHAPUserName"), p.get("CHAPPasswd"), Optional.empty(),
+          Optional.empty()));
+    }
+    if (p.containsKey("accessMode")) {
+      int access = intParam(p, "accessMode");
+      if (access != READ_WRITE && access != READ_ONLY && access != DENY) {
+        return result(-13);
+      }
+      t.defaultAccess = access;
+      listener.defaultPolicyChanged(t.index, access != DENY);
+    }
+    t.defaultChap = chap;
+    return result(0);
   }
 
   private boolean lunNumberUsed(TargetRow t, int number) {

@@ -53,6 +53,7 @@ public final class SimulatedAppliance implements AutoCloseable {
     if (!Files.exists(creds)) {
       Files.writeString(creds, "user=" + QnapSimulator.USER + "\npassword="
           + QnapSimulator.PASSWORD.replace("ü", "\\u00fc") + "\n");
+      Files.setPosixFilePermissions(creds, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
     }
     Map<String, String> options = new java.util.HashMap<>(Map.of("url", sim.url().toString(), "transport", "cgi",
         "credentials-file", creds.toString(), "portals", String.join(",", portals), "ready-timeout-seconds", "30",
@@ -122,6 +123,14 @@ public final class SimulatedAppliance implements AutoCloseable {
   /** The initiators the volume's target admits. */
   public List<String> acl(String volumeId) {
     return sim.acl(volumeId.substring(QnapIds.PREFIX.length()));
+  }
+
+  /**
+   * An operator sets the Default Policy of the volume's target back to the factory's (read/write for
+   * every initiator its ACL does not list) in the appliance's UI.
+   */
+  public void openDefaultPolicy(String volumeId) {
+    sim.setDefaultAccess(volumeId.substring(QnapIds.PREFIX.length()), QnapSimulator.READ_WRITE);
   }
 
   /** The appliance's IQN of the volume's target. */

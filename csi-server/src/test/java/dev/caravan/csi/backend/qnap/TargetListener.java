@@ -32,6 +32,12 @@ interface TargetListener {
 
   default void lunUnmapped(int targetIndex, int lunIndex) {}
 
-  /** The target's ACL now admits exactly these initiators, each with its CHAP, if any. */
+  /**
+   * The target's Default Policy now admits ({@code true}) or denies every initiator its ACL does not
+   * list. A new target starts admitting them (the factory default).
+   */
+  default void defaultPolicyChanged(int targetIndex, boolean admitsUnlisted) {}
+
+  /** The target's ACL now lists exactly these initiators, each with its CHAP, if any. */
   default void aclChanged(int targetIndex, Map<String, Optional<QnapApi.Chap>> initiators) {}
 }
