@@ -32,14 +32,8 @@ import java.util.Set;
 final class ModelBadInput {
   /** How many variants {@link #send} knows. */
   static final int VARIANTS = 16;
-  /**
-   * The variant that asks NodeGetVolumeStats about a path under the mount root that is not the
-   * volume's. KNOWN BUG, fixed on another branch: it answers INVALID_ARGUMENT, not the NOT_FOUND of the
-   * spec's row. The generator leaves this one variant out while the switch is on; the lead removes
-   * the switch at merge.
-   */
+  /** The variant that asks NodeGetVolumeStats about a path under the mount root that is not the volume's. */
   static final int STATS_OF_A_PATH_NOT_THE_VOLUMES = 14;
-  static final boolean KNOWN_BUG_STATS_OF_A_FOREIGN_PATH_IS_INVALID_ARGUMENT = true;
 
   private ModelBadInput() {}
 

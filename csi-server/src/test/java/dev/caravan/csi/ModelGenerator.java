@@ -85,10 +85,6 @@ final class ModelGenerator {
       return stats(m);
     } else if (r < 111) {
       int variant = random.nextInt(ModelBadInput.VARIANTS);
-      if (variant == ModelBadInput.STATS_OF_A_PATH_NOT_THE_VOLUMES
-          && ModelBadInput.KNOWN_BUG_STATS_OF_A_FOREIGN_PATH_IS_INVALID_ARGUMENT) {
-        return null;
-      }
       return ModelStep.of(Op.BAD, volume(m)).withN(variant);
     } else if (r < 113) {
       return ModelStep.of(Op.RESTART, "");

@@ -1,6 +1,7 @@
 package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.ScsiDisks;
 import dev.caravan.storage.block.Wwid;
@@ -11,17 +12,12 @@ import dev.caravan.storage.iscsi.LoginOutcome;
 import dev.caravan.storage.iscsi.Portal;
 import dev.caravan.storage.multipath.Multipath;
 import dev.caravan.storage.multipath.MultipathMap;
-import dev.caravan.storage.mount.MountEntry;
-import dev.caravan.storage.mount.MountTable;
 import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 /**
  * The node's iSCSI initiator and multipath maps as {@link QnapNode} uses them: host-storage's
@@ -29,7 +25,6 @@ import java.util.stream.Stream;
  * them ({@code host:port}).
  */
 final class Initiator {
-  private static final Path SYS_BLOCK = Path.of("/sys/block");
 
   private final Iscsi iscsi;
   private final Multipath multipath;
@@ -132,41 +127,20 @@ final class Initiator {
     return used;
   }
   /**
-   * What on this host uses the LUN {@code wwid}: a mount of its multipath map or of one of its SCSI
-   * disks, a bind mount of their device nodes (a devtmpfs mount whose root is the node), a device
-   * stacked on them (holders). A multipath map nothing uses is not a user of its disks. Reads the
-   * mount table and sysfs only.
+   * What on this host uses the LUN {@code wwid}, as {@link DeviceUse} defines use: its multipath map
+   * or one of its SCSI disks mounted, bound at a target, held or opened exclusively. A disk held by
+   * the LUN's own map is not used for that: the map is asked itself.
    */
   List<String> users(Wwid wwid) {
-    List<MountEntry> mounts = MountTable.read();
     List<String> users = new ArrayList<>();
     Optional<MultipathMap> map = multipath.map(wwid);
     Optional<String> mapName = map.map(m -> kernelName(m.device()));
-    map.ifPresent(m -> {
-      users.addAll(mountsOf(mapName.get(), m.majorMinor(), mounts));
-      m.holders().forEach(h -> users.add(mapName.get() + " (multipath map " + wwid + ") held by " + h));
-    });
+    map.ifPresent(m -> DeviceUse.of(m.device()).users()
+        .forEach(u -> users.add(mapName.get() + " (multipath map " + wwid + ") " + u)));
     for (ScsiDisk disk : ScsiDisks.withWwid(wwid)) {
-      String name = disk.name();
-      Path sys = SYS_BLOCK.resolve(name);
-      attribute(sys.resolve("dev")).ifPresent(dev -> users.addAll(mountsOf(name, dev, mounts)));
-      for (String holder : entries(sys.resolve("holders"))) {
-        if (!mapName.equals(Optional.of(holder))) {
-          users.add(name + " held by " + holder);
-        }
-      }
-    }
-    return users;
-  }
-
-  private static List<String> mountsOf(String name, String majorMinor, List<MountEntry> mounts) {
-    List<String> users = new ArrayList<>();
-    for (MountEntry m : mounts) {
-      if (m.majorMinor().equals(majorMinor)) {
-        users.add(name + " mounted at " + m.mountPoint());
-      } else if (m.fsType().equals("devtmpfs") && m.root().equals("/" + name)) {
-        users.add("/dev/" + name + " bind-mounted at " + m.mountPoint());
-      }
+      String ownMap = mapName.map(n -> "held by " + n).orElse("");
+      DeviceUse.of(Path.of("/dev", disk.name())).users().stream().filter(u -> !u.equals(ownMap))
+          .forEach(u -> users.add(disk.name() + " " + u));
     }
     return users;
   }
@@ -176,27 +150,6 @@ final class Initiator {
       return device.toRealPath().getFileName().toString();
     } catch (IOException e) {
       throw new StorageException("cannot resolve " + device + ": " + e.getMessage());
-    }
-  }
-
-  private static Optional<String> attribute(Path file) {
-    try {
-      return Optional.of(Files.readString(file).strip());
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new StorageException("cannot read " + file + ": " + e.getMessage());
-    }
-  }
-
-  private static List<String> entries(Path dir) {
-    if (!Files.isDirectory(dir)) {
-      return List.of();
-    }
-    try (Stream<Path> list = Files.list(dir)) {
-      return list.map(p -> p.getFileName().toString()).sorted().toList();
-    } catch (IOException e) {
-      throw new StorageException("cannot list " + dir + ": " + e.getMessage());
     }
   }
 }
