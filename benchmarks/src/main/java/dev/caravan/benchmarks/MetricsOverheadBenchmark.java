@@ -49,10 +49,10 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * NodePublishVolume with the plugin's metrics off and on (issue 5: "the RPC path must not slow down
- * measurably"). Each trial starts a plugin in process ({@link Plugin#start}) on the file backend in a
- * temporary directory, creates and stages one 64 MiB ext4 volume on a real loop device, and drives it
- * with a real gRPC client over the unix socket, one call at a time, as Nomad does.
+ * NodePublishVolume with the plugin's metrics off and on: what the metrics hooks add to the RPC path.
+ * Each trial starts a plugin in process ({@link Plugin#start}) on the file backend in a temporary
+ * directory, creates and stages one 64 MiB ext4 volume on a real loop device, and drives it with a
+ * real gRPC client over the unix socket, one call at a time, as Nomad does.
  *
  * <ul>
  *   <li>{@link #publishUnpublish}: NodePublishVolume onto a target that does not exist yet (the plugin

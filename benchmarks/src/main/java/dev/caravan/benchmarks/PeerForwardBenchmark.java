@@ -38,7 +38,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Controller calls of a two-node plugin (issue 12): nodes n1 and n2 on the file backend in this JVM,
+ * What forwarding between peers costs a controller call, on a two-node plugin: nodes n1 and n2 on the file backend in this JVM,
  * each with its CSI unix socket and its mTLS peer endpoint on loopback (certificates from a throwaway
  * CA made with {@code openssl} at setup). Every call is sent to n1's CSI socket.
  *

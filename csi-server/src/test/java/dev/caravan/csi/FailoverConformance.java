@@ -21,7 +21,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The failover modes of issue 14 that one node can play, each on its own, with a real workload: a
+ * The failover modes of docs/failover.md that one node can play, each on its own, with a real workload: a
  * writer appending fsynced, checksummed records to the volume ({@link RecordLog}) and a verifier that
  * reads them back. This class plays Nomad's part in the order {@code ../shared/docs/nomad-csi.md}
  * describes (NodeUnpublish when a task stops, NodePublish for its replacement, NodeUnstage once the

@@ -28,8 +28,8 @@ import java.util.logging.Logger;
  * <p>A line added on an event loop wakes the writer from a task queued on that loop, not at once: the
  * call's response is written by a flush task that {@code close} has already queued there, so the
  * response's {@code writev} goes out first and the writer's wake-up ({@code futex}) and its work do not
- * come between a call's answer and the client (measured with strace: the wake-up used to precede the
- * response's write; benchmarks/README.md, issue 10's "Session 10").
+ * come between a call's answer and the client (strace of a Probe shows the response's write before the
+ * wake-up; waking at once puts the wake-up first).
  */
 final class RpcLog implements AutoCloseable {
   static final Logger LINES = Logger.getLogger("dev.caravan.csi.rpc");
