@@ -27,7 +27,7 @@ parameters {
   # A pool from the plugin's allowlist (`local { pools = [...] }`); default: local.default_pool, else
   # the first pool of the list.
   pool = "tank"
-  # `auto`: this node, or with peers (README, "Many nodes") the node with the most free bytes after
+  # `auto`: this node, or with peers (docs/operating.md, "Many nodes") the node with the most free bytes after
   # what its volumes were promised; or a node id to put the volume there. Default: auto.
   host = "auto"
   # ext4 or xfs (default ext4); where mount_options.fs_type is given too, the two must agree.

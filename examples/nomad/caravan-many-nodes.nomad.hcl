@@ -1,13 +1,13 @@
 # Caravan as one monolith CSI plugin on every client, file backend, with its instances routing
-# controller calls to the node that holds each volume (README "Many nodes"). Untested against a real
-# Nomad here (no Nomad in CI): the peer endpoint, discovery and certificate reload it relies on are
+# controller calls to the node that holds each volume (docs/operating.md, "Many nodes"). Untested
+# against a real Nomad here (no Nomad in CI): the peer endpoint, discovery and certificate reload it relies on are
 # tested in csi-server (PeersTest, PeerSecurityTest, NomadDiscoveryTest).
 #
 # Needs: Vault integration on the clients, a PKI role "caravan-peer" in the mount "pki" that may
 # issue the node names (allowed_domains / allow_bare_domains, or allow_any_name on a PKI mount used
 # for nothing else), and for discovery an ACL policy on the job's workload identity granting
 #   namespace "default" { capabilities = ["read-job"] }
-# (see README "Many nodes" for the nomad acl policy apply command).
+# (see docs/operating.md, "Many nodes", for the nomad acl policy apply command).
 
 variable "nomad_client_state_dir" {
   type    = string
