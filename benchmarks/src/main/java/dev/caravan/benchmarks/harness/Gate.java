@@ -22,7 +22,7 @@ import java.util.Optional;
 final class Gate {
   /**
    * How much a ratio may grow over its baseline before the gate fails: +50 %. In three runs of the gate
-   * (its interleaved phase) on one commit, on a 2-CPU VM under other builds' load (load average about 5),
+   * (its interleaved phase) on one commit, on 2 CPUs at load average about 5,
    * a ratio of two operations measured in the same loop varied by at most 1.17 times (highest over
    * lowest), a ratio across the two mount-table sizes (measured one after the other) by 1.44 times, and
    * none was more than 1.13 times the median of the three, which is what the baseline holds. The

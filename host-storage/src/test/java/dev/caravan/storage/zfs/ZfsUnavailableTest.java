@@ -18,7 +18,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * On a host without ZFS (no {@code /dev/zfs}, as on the development machines) the facade must
+ * On a host without ZFS (no {@code /dev/zfs}: the ZFS module is not loaded) the facade must
  * refuse cleanly, every time, and the JVM must live on: one {@code lzc_*} call after a failed
  * {@code libzfs_core_init()} would abort it.
  */
