@@ -78,6 +78,7 @@ final class FileController implements ControllerBackend {
   static final String CONTEXT_NODE = "node";
 
   private final FileStore store;
+  private final Freezes freezes;
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
@@ -94,6 +95,7 @@ final class FileController implements ControllerBackend {
    */
   FileController(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
     this.store = store;
+    this.freezes = new Freezes(store);
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
@@ -528,7 +530,7 @@ final class FileController implements ControllerBackend {
     Optional<LoopDevice> loop = LoopDevices.find(source);
     Optional<Path> mounted = loop.flatMap(FileController::mountPointOf);
     if (mounted.isPresent()) {
-      Filesystems.whileFrozen(mounted.get(), () -> SparseFiles.cloneFile(source, partial));
+      freezes.whileFrozen(volumeId, mounted.get(), () -> SparseFiles.cloneFile(source, partial));
     } else if (loop.isPresent()) {
       if (!store.reflinks()) {
         forgetAttempt.run();
