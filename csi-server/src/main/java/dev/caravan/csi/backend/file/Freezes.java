@@ -70,9 +70,8 @@ final class Freezes {
     for (Path record : records()) {
       String volumeId = record.getFileName().toString();
       Properties p = decode(record);
-      long pid = Long.parseLong(p.getProperty("pid"));
-      Optional<Instant> started = Optional.ofNullable(p.getProperty("started")).map(Instant::parse);
-      if (alive(pid, started)) {
+      String pid = p.getProperty("pid", "unknown");
+      if (alive(p)) {
         continue; // its freeze is still in progress
       }
       String what = "volume " + volumeId + ", frozen at " + p.getProperty("mountPoint") + " by process " + pid
@@ -92,9 +91,18 @@ final class Freezes {
     return done;
   }
 
-  private static boolean alive(long pid, Optional<Instant> started) {
-    return ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
-        .filter(h -> started.isPresent() && h.info().startInstant().equals(started))
+  /** Whether the process a record names still runs; a record that names none cannot be of a live one. */
+  private static boolean alive(Properties record) {
+    Optional<Instant> started;
+    long pid;
+    try {
+      pid = Long.parseLong(record.getProperty("pid", ""));
+      started = Optional.ofNullable(record.getProperty("started")).map(Instant::parse);
+    } catch (RuntimeException e) {
+      return false;
+    }
+    return started.isPresent() && ProcessHandle.of(pid).filter(ProcessHandle::isAlive)
+        .filter(h -> h.info().startInstant().equals(started))
         .isPresent();
   }
 
