@@ -332,6 +332,8 @@ abstract class KillConformance {
       kill("delete.after-mark", Where.FILE, Operation.DELETE),
       kill("delete.after-image-removed", Where.FILE, Operation.DELETE),
       kill("snapshot.after-record", Where.FILE, Operation.SNAPSHOT),
+      kill("copy.while-frozen", Where.FILE, Operation.SNAPSHOT),
+      kill("copy.while-frozen", Where.FILE, Operation.CLONE_FROM_VOLUME),
       kill("snapshot.after-partial", Where.FILE, Operation.SNAPSHOT),
       kill("snapshot.after-rename", Where.FILE, Operation.SNAPSHOT),
       kill("delete-snapshot.after-mark", Where.FILE, Operation.DELETE_SNAPSHOT),

@@ -84,7 +84,15 @@ final class RecordLog {
   /** Starts a writer appending after the intact records already in {@code file} (a restarted task resumes). */
   static Writer start(Path file, int generation) throws IOException {
     long first = Files.exists(file) ? read(file).records() : 0;
-    return new Writer(file, generation, first);
+    return new Writer(file, generation, first, true);
+  }
+
+  /**
+   * Starts a writer that never fsyncs: its records sit in the page cache until the kernel writes them
+   * back, or something (a freeze, a sync) flushes them. {@link Writer#written()} counts them.
+   */
+  static Writer startUnsynced(Path file, int generation) throws IOException {
+    return new Writer(file, generation, 0, false);
   }
 
   private static boolean checksumHolds(ByteBuffer r) {
@@ -105,14 +113,15 @@ final class RecordLog {
     return r.flip();
   }
 
-  /** One task's writer: a thread that appends and fsyncs records until it is stopped or a write fails. */
+  /** One task's writer: a thread that appends (and fsyncs) records until it is stopped or a write fails. */
   static final class Writer implements AutoCloseable {
+    /** Records written (and, for a syncing writer, fsynced). */
     private final AtomicLong durable;
     private final AtomicReference<Throwable> failure = new AtomicReference<>();
     private final Thread thread;
     private volatile boolean stopping;
 
-    private Writer(Path file, int generation, long first) throws IOException {
+    private Writer(Path file, int generation, long first, boolean sync) throws IOException {
       durable = new AtomicLong(first);
       FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
       // A torn record of an earlier task is overwritten: the log resumes after its last intact record.
@@ -126,7 +135,9 @@ final class RecordLog {
             while (r.hasRemaining()) {
               ch.write(r);
             }
-            ch.force(false);
+            if (sync) {
+              ch.force(false);
+            }
             durable.set(++n);
             Thread.sleep(2); // an application's pace, not a benchmark's: leave the CPU to the plugin
           }
@@ -146,7 +157,12 @@ final class RecordLog {
       return durable.get();
     }
 
-    /** Waits until at least {@code records} are durable; fails if the writer failed or {@code timeout} passes. */
+    /** How many records the writer's write(2) calls have returned for, synced or not. */
+    long written() {
+      return durable.get();
+    }
+
+    /** Waits until at least {@code records} are durable (written, for an unsynced writer); fails if the writer failed or {@code timeout} passes. */
     void awaitDurable(long records, Duration timeout) throws InterruptedException, TimeoutException {
       long deadline = System.nanoTime() + timeout.toNanos();
       while (durable.get() < records) {

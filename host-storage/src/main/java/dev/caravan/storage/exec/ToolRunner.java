@@ -8,6 +8,7 @@ import dev.caravan.storage.internal.sys.Spawn;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -27,7 +28,15 @@ import java.util.function.Supplier;
 public final class ToolRunner {
   private static final ProcessBuilder.Redirect NO_INPUT =
       ProcessBuilder.Redirect.from(new File("/dev/null"));
-  private static final Duration AFTER_KILL = Duration.ofSeconds(10);
+  /**
+   * How long a killed tool's call waits for it to be reaped. SIGKILL ends a process only when it
+   * leaves the kernel: one waiting there uninterruptibly (on a frozen filesystem, a stalled device)
+   * goes on, and may still change the volume it was run for, until then.
+   */
+  static final Duration REAP_BOUND = Duration.ofMinutes(2);
+
+  /** Tools this thread ran that were killed and had not exited when their call gave up on them. */
+  private static final ThreadLocal<List<UnreapedTool>> UNREAPED = ThreadLocal.withInitial(ArrayList::new);
 
   private ToolRunner() {}
 
@@ -37,17 +46,24 @@ public final class ToolRunner {
    * end-of-file instead of hanging. Tools that ask only when their standard input and output are
    * terminals (mke2fs) do not ask at all here: see {@link #runAtTerminal}.
    *
+   * <p>A call that timed out returns only once the killed process is gone, up to {@link #REAP_BOUND};
+   * one still there then is left to the caller: {@link #takeUnreaped} names it.
+   *
    * @throws dev.caravan.storage.ToolException on a non-zero exit, and with exit code -1 on a
    *     timeout or when the binary cannot be started
    */
   public static ToolResult run(List<String> command, Duration timeout) {
+    return run(command, timeout, REAP_BOUND);
+  }
+
+  static ToolResult run(List<String> command, Duration timeout, Duration reapBound) {
     List<String> cmd = List.copyOf(command);
     long started = System.nanoTime();
     Process process = Claims.whileStarting(() -> start(cmd));
     // Both pipes are drained while the process runs: a tool that fills one would block forever.
     CompletableFuture<String> stdout = drain(process.getInputStream());
     CompletableFuture<String> stderr = drain(process.getErrorStream());
-    int exitCode = await(new StartedProcess(process), cmd, timeout, () -> text(stderr));
+    int exitCode = await(new StartedProcess(process), cmd, timeout, reapBound, () -> text(stderr));
     return new ToolResult(
         cmd, exitCode, text(stdout), text(stderr), Duration.ofNanos(System.nanoTime() - started));
   }
@@ -104,7 +120,7 @@ public final class ToolRunner {
           }
           screen.complete(shown); // with the terminal closed: no process of ours still has it
         });
-    int exitCode = await(SpawnedProcess.watch(pid), cmd, timeout, () -> text(screen));
+    int exitCode = await(SpawnedProcess.watch(pid), cmd, timeout, REAP_BOUND, () -> text(screen));
     return new ToolResult(
         cmd, exitCode, text(screen), "", Duration.ofNanos(System.nanoTime() - started));
   }
@@ -130,20 +146,36 @@ public final class ToolRunner {
     void kill();
 
     int exitCode();
+
+    long pid();
+
+    /** Completes once it has exited and been reaped. */
+    CompletableFuture<?> onExit();
+  }
+
+  /**
+   * The tools this thread ran since the last call that were killed after their timeout and had not
+   * exited when their call gave up waiting ({@link #REAP_BOUND}); the list is emptied. Whoever
+   * serializes work on a volume keeps it busy until each is gone.
+   */
+  public static List<UnreapedTool> takeUnreaped() {
+    List<UnreapedTool> taken = List.copyOf(UNREAPED.get());
+    UNREAPED.remove();
+    return taken;
   }
 
   /** Waits for {@code child}; returns its exit code, 0, or throws as {@link #run} documents. */
   private static int await(
-      Child child, List<String> cmd, Duration timeout, Supplier<String> output) {
+      Child child, List<String> cmd, Duration timeout, Duration reapBound, Supplier<String> output) {
     try {
       if (!child.waitFor(timeout)) {
-        kill(child);
-        throw new ToolException("timed out after " + timeout + ", killed", cmd, -1, output.get());
+        String killed = kill(child, cmd, reapBound);
+        throw new ToolException("timed out after " + timeout + ", " + killed, cmd, -1, output.get());
       }
     } catch (InterruptedException e) {
-      kill(child);
+      String killed = kill(child, cmd, reapBound);
       Thread.currentThread().interrupt();
-      throw new ToolException("interrupted, killed", cmd, -1, output.get(), e);
+      throw new ToolException("interrupted, " + killed, cmd, -1, output.get(), e);
     }
     int exitCode = child.exitCode();
     if (exitCode != 0) {
@@ -152,13 +184,33 @@ public final class ToolRunner {
     return exitCode;
   }
 
-  private static void kill(Child child) {
+  /**
+   * Kills {@code child} and waits for it to be reaped, up to {@code reapBound}: until then it may
+   * still be at work. Says which of the two happened; one still there is recorded for {@link
+   * #takeUnreaped}.
+   */
+  private static String kill(Child child, List<String> cmd, Duration reapBound) {
     child.kill();
-    try {
-      child.waitFor(AFTER_KILL);
-    } catch (InterruptedException e) {
+    boolean interrupted = Thread.interrupted(); // the wait below must happen even so
+    boolean reaped = false;
+    long deadline = System.nanoTime() + reapBound.toNanos();
+    while (!reaped) {
+      try {
+        reaped = child.waitFor(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
       Thread.currentThread().interrupt();
     }
+    if (reaped) {
+      return "killed";
+    }
+    UNREAPED.get().add(new UnreapedTool(child.pid(), cmd, child.onExit()));
+    return "killed, and process " + child.pid() + " had still not exited " + reapBound
+        + " later (it waits in the kernel)";
   }
 
   private record StartedProcess(Process process) implements Child {
@@ -176,6 +228,16 @@ public final class ToolRunner {
     @Override
     public int exitCode() {
       return process.exitValue();
+    }
+
+    @Override
+    public long pid() {
+      return process.pid();
+    }
+
+    @Override
+    public CompletableFuture<?> onExit() {
+      return process.onExit();
     }
   }
 
@@ -237,6 +299,16 @@ public final class ToolRunner {
                   });
         }
       }
+    }
+
+    @Override
+    public long pid() {
+      return pid;
+    }
+
+    @Override
+    public CompletableFuture<?> onExit() {
+      return exit.exceptionally(e -> -1);
     }
 
     @Override

@@ -3,9 +3,11 @@ package dev.caravan.storage.fs;
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.exec.ToolRunner;
+import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
@@ -158,6 +160,24 @@ public final class Filesystems {
   public static <T> T whileFrozen(Path mountPoint, Supplier<T> action) {
     try (Frozen frozen = freeze(mountPoint)) {
       return action.get();
+    }
+  }
+
+  /**
+   * Thaws the filesystem mounted at {@code mountPoint} ({@code FITHAW}) whoever froze it: for a
+   * freeze whose {@link Frozen} handle is gone with the process that held it. Returns whether it was
+   * frozen. Refuses a path that is not a mount point, as {@link #freeze} does.
+   */
+  public static boolean thaw(Path mountPoint) {
+    MountEntry mount = mountAt(mountPoint);
+    try (Fd fd = Libc.open(mount.mountPoint(), LinuxUapi.O_RDONLY() | LinuxUapi.O_DIRECTORY())) {
+      Libc.ioctl(fd, Ioctl.FITHAW, 0);
+      return true;
+    } catch (SyscallException e) {
+      if (e.errno() == Errno.EINVAL) {
+        return false; // not frozen
+      }
+      throw e;
     }
   }
 

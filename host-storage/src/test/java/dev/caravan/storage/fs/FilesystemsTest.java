@@ -302,6 +302,34 @@ class FilesystemsTest {
   }
 
   @Test
+  void thawEndsAFreezeWhoseHolderIsGone() throws Exception {
+    LoopDevice loop = LoopDevices.attach(scratch.image("disk.img", 32 * MIB), false);
+    Path mnt = scratch.directory("mnt");
+    try {
+      Filesystems.formatIfEmpty(loop.device(), FsType.EXT4, List.of());
+      Mounts.mount(loop.device(), mnt, "ext4", Set.of(), null);
+      assertThat(Filesystems.thaw(mnt)).as("thaw of a filesystem nobody froze").isFalse();
+
+      Frozen lost = Filesystems.freeze(mnt); // as a process that died holding it leaves it
+      assertThat(Filesystems.thaw(mnt)).as("thaw of the frozen filesystem").isTrue();
+      CompletableFuture.runAsync(
+              () -> {
+                try {
+                  Files.writeString(mnt.resolve("after"), "thawed");
+                } catch (java.io.IOException e) {
+                  throw new java.io.UncheckedIOException(e);
+                }
+              })
+          .get(30, TimeUnit.SECONDS);
+      assertThat(Filesystems.thaw(mnt)).as("second thaw").isFalse();
+      assertThatThrownBy(lost::close).isInstanceOf(StorageException.class); // FITHAW: EINVAL, not frozen
+    } finally {
+      Mounts.unmount(mnt);
+      LoopDevices.detach(loop);
+    }
+  }
+
+  @Test
   void refusesToFreezeOrGrowWhatIsNotAMountPoint() throws Exception {
     Path plain = scratch.directory("plain");
 

@@ -24,6 +24,7 @@ import java.util.TreeMap;
 
 /** The {@code file} backend: sparse files under a data directory, attached through loop devices. */
 public final class FileBackend implements Backend {
+  private static final System.Logger LOG = System.getLogger(FileBackend.class.getName());
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
   public static final Set<String> PARAMETERS = FileController.PARAMETERS;
 
@@ -47,8 +48,11 @@ public final class FileBackend implements Backend {
     if (!scoped.equals("true") && !scoped.equals("false")) {
       throw new IllegalArgumentException("file." + NODE_SCOPED_IDS + " must be true or false, not '" + scoped + "'");
     }
-    return new FileBackend(new FileStore(config.dataDir()), config.nodeId(), config.nodeUsage(),
-        Boolean.parseBoolean(scoped));
+    FileStore store = new FileStore(config.dataDir());
+    // A plugin that died during a snapshot or clone left that volume's filesystem frozen.
+    new Freezes(store).thawLeftovers()
+        .forEach(line -> LOG.log(System.Logger.Level.WARNING, "file: {0}", line));
+    return new FileBackend(store, config.nodeId(), config.nodeUsage(), Boolean.parseBoolean(scoped));
   }
 
   @Override

@@ -46,13 +46,13 @@ import java.util.stream.Stream;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
- * copies) of them, clones are reflinks of a snapshot or a volume. A snapshot of a volume that is
- * mounted on this node is taken with its filesystem frozen (FIFREEZE), so it holds every write
+ * copies) of them, clones are reflinks of a snapshot or a volume. A snapshot or clone of a volume that
+ * is mounted on this node is taken with its filesystem frozen (FIFREEZE), so it holds every write
  * acknowledged before the call. A volume attached without a mounted filesystem (staged for block
- * access) cannot be frozen: its snapshot must be a reflink, which the kernel makes under the image's
- * inode lock, so it is a point-in-time copy of the device (crash-consistent, like a ZFS snapshot).
- * Where the data directory cannot make reflinks the snapshot is refused: a copy made while writes
- * continue could be torn, and must never be reported ready.
+ * access) cannot be frozen: its snapshot or clone must be a reflink, which the kernel makes under the
+ * image's inode lock, so it is a point-in-time copy of the device (crash-consistent, like a ZFS
+ * snapshot). Where the data directory cannot make reflinks the snapshot or clone is refused: a copy
+ * made while writes continue could be torn, and must never be reported ready.
  *
  * <p><b>Crash-safety rule.</b> Every create writes its record with state CREATING <em>before</em>
  * touching data, builds the data in {@code <id>.img.partial}, renames it to {@code <id>.img}, and only
@@ -78,6 +78,7 @@ final class FileController implements ControllerBackend {
   static final String CONTEXT_NODE = "node";
 
   private final FileStore store;
+  private final Freezes freezes;
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
@@ -94,6 +95,7 @@ final class FileController implements ControllerBackend {
    */
   FileController(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
     this.store = store;
+    this.freezes = new Freezes(store);
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
@@ -303,7 +305,13 @@ final class FileController implements ControllerBackend {
       FileStore.delete(partial);
       if (r.source().isPresent()) {
         Path from = sourceImage(r);
-        SparseFiles.cloneFile(from, partial);
+        ContentSource s = r.source().get();
+        if (s.kind() == ContentSource.Kind.VOLUME) {
+          copyAtOneInstant("volume_content_source.volume.volume_id", s.id(), partial,
+              () -> store.deleteVolumeRecord(r.id()));
+        } else {
+          SparseFiles.cloneFile(from, partial); // a snapshot image is never written to
+        }
         if (size(partial) < r.sizeBytes()) {
           SparseFiles.grow(partial, r.sizeBytes());
         }
@@ -466,27 +474,7 @@ final class FileController implements ControllerBackend {
       }
       Path partial = FileStore.partial(image);
       FileStore.delete(partial);
-      Optional<LoopDevice> loop = LoopDevices.find(source);
-      Optional<Path> mounted = loop.flatMap(FileController::mountPointOf);
-      if (mounted.isPresent()) {
-        // Staged here: freeze the filesystem so the copy is consistent (freezing flushes dirty data).
-        Filesystems.whileFrozen(mounted.get(), () -> SparseFiles.cloneFile(source, partial));
-      } else if (loop.isPresent()) {
-        // Writable through the loop device with no filesystem to freeze: only a reflink is taken at
-        // one instant. Decided before copying, and checked after (a copy_file_range fallback would
-        // be torn), leaving nothing of the attempt behind either way.
-        if (!store.reflinks()) {
-          store.deleteSnapshotRecord(r.id());
-          throw unfrozenCopy(r, loop.get());
-        }
-        if (SparseFiles.cloneFile(source, partial) != CopyMethod.REFLINK) {
-          FileStore.delete(partial);
-          store.deleteSnapshotRecord(r.id());
-          throw unfrozenCopy(r, loop.get());
-        }
-      } else {
-        SparseFiles.cloneFile(source, partial);
-      }
+      copyAtOneInstant("source_volume_id", r.sourceVolumeId(), partial, () -> store.deleteSnapshotRecord(r.id()));
       CrashPoints.reach("snapshot.after-partial");
       FileStore.publish(partial, image);
       CrashPoints.reach("snapshot.after-rename");
@@ -526,10 +514,42 @@ final class FileController implements ControllerBackend {
     return store.snapshots().stream().filter(r -> r.state() == State.READY).map(FileController::info).toList();
   }
 
-  private CsiException unfrozenCopy(SnapshotRecord r, LoopDevice loop) {
-    String how = usage.of(r.sourceVolumeId()).map(NodeUsage.Use::describe).orElse("without a mounted filesystem");
+  /**
+   * Copies the image of volume {@code volumeId} to {@code partial} as it is at one instant, for a
+   * snapshot or a clone of it. Staged here with a filesystem: the filesystem is frozen for the copy
+   * (freezing flushes dirty data). Attached with no filesystem to freeze: only a reflink is taken at
+   * one instant, so the copy is refused where the data directory cannot make one, decided before
+   * copying and checked after (a copy_file_range fallback would be torn); a refusal leaves nothing of
+   * the attempt behind ({@code forgetAttempt} drops its record). Not attached: nothing writes to it,
+   * so any copy is faithful.
+   *
+   * @param field the request field naming the volume, for the refusal's message
+   */
+  private void copyAtOneInstant(String field, String volumeId, Path partial, Runnable forgetAttempt) {
+    Path source = store.volumeImage(volumeId);
+    Optional<LoopDevice> loop = LoopDevices.find(source);
+    Optional<Path> mounted = loop.flatMap(FileController::mountPointOf);
+    if (mounted.isPresent()) {
+      freezes.whileFrozen(volumeId, mounted.get(), () -> SparseFiles.cloneFile(source, partial));
+    } else if (loop.isPresent()) {
+      if (!store.reflinks()) {
+        forgetAttempt.run();
+        throw unfrozenCopy(field, volumeId, loop.get());
+      }
+      if (SparseFiles.cloneFile(source, partial) != CopyMethod.REFLINK) {
+        FileStore.delete(partial);
+        forgetAttempt.run();
+        throw unfrozenCopy(field, volumeId, loop.get());
+      }
+    } else {
+      SparseFiles.cloneFile(source, partial);
+    }
+  }
+
+  private CsiException unfrozenCopy(String field, String volumeId, LoopDevice loop) {
+    String how = usage.of(volumeId).map(NodeUsage.Use::describe).orElse("without a mounted filesystem");
     return CsiException.failedPrecondition(
-        "source_volume_id " + r.sourceVolumeId() + " is attached on node " + nodeId + " as " + loop.device() + ", "
+        field + " " + volumeId + " is attached on node " + nodeId + " as " + loop.device() + ", "
             + how + ": with no filesystem to freeze, only a reflink is a point-in-time copy, and the data"
             + " directory " + store.dataDir() + " cannot make reflinks (FICLONE), so a copy taken now could be torn"
             + " by writes made while it runs. Unpublish and unstage the volume first (NodeUnpublishVolume,"

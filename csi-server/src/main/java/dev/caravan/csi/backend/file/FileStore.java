@@ -27,6 +27,7 @@ import java.util.stream.Stream;
  *   volumes/&lt;id&gt;.img.partial    data being written by an unfinished create
  *   volumes/&lt;id&gt;.meta           the volume's record (properties), replaced atomically
  *   snapshots/&lt;id&gt;.img, .img.partial, .meta   the same for snapshots
+ *   freezing/&lt;volume id&gt;     a freeze of the volume's filesystem in progress ({@link Freezes})
  * </pre>
  */
 final class FileStore {
@@ -37,12 +38,14 @@ final class FileStore {
   private final Path dataDir;
   private final Path volumes;
   private final Path snapshots;
+  private final Path freezing;
   private Boolean reflinks;
 
   FileStore(Path dataDir) {
     this.dataDir = dataDir;
     this.volumes = dataDir.resolve("volumes");
     this.snapshots = dataDir.resolve("snapshots");
+    this.freezing = dataDir.resolve("freezing");
     try {
       Files.createDirectories(volumes);
       Files.createDirectories(snapshots);
@@ -53,6 +56,11 @@ final class FileStore {
 
   Path dataDir() {
     return dataDir;
+  }
+
+  /** Where freezes in progress are recorded (made by the first freeze). */
+  Path freezing() {
+    return freezing;
   }
 
   /**
