@@ -85,7 +85,14 @@ public record StagedVolume(
     context = Map.copyOf(context);
     stagings = List.copyOf(stagings);
     targets = List.copyOf(targets);
-    mountIds = Map.copyOf(mountIds);
+    // Only the ids of paths the record still has: the journal writes no others, and a record must
+    // read back equal to what was put, or inspect reports the journal as differing from memory.
+    java.util.Set<Path> paths = new java.util.HashSet<>();
+    stagings.forEach(s -> paths.add(s.path()));
+    targets.forEach(t -> paths.add(t.target()));
+    Map<Path, Integer> kept = new java.util.HashMap<>(mountIds);
+    kept.keySet().retainAll(paths);
+    mountIds = Map.copyOf(kept);
   }
 
   /** A record with no mount ids (written before they were kept, or before anything was mounted). */

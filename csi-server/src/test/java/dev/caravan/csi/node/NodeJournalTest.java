@@ -75,6 +75,21 @@ class NodeJournalTest {
   }
 
   @Test
+  void mountIdsAreKeptOnlyForPathsTheRecordStillHasSoTheRecordReadsBackAsWritten() {
+    Path target = Path.of("/target/a");
+    Path staging = Path.of("/staging/a");
+    StagedVolume mounted = volume("a").withMountId(staging, java.util.OptionalInt.of(41))
+        .withMountId(target, java.util.OptionalInt.of(42));
+    // How a start-up reconcile drops what is gone: whole lists replaced, not one path removed.
+    StagedVolume trimmed = mounted.withTargets(List.of()).withStagings(List.of());
+
+    assertThat(trimmed.mountId(target)).isEmpty();
+    assertThat(trimmed.mountId(staging)).isEmpty();
+    assertThat(NodeJournal.decode(NodeJournal.encode(trimmed))).isEqualTo(trimmed);
+    assertThat(NodeJournal.decode(NodeJournal.encode(mounted))).isEqualTo(mounted);
+  }
+
+  @Test
   void unreadableRecordsAreKeptWithAWarningNamingTheFileAndTheirVolumesCountAsInUse() throws Exception {
     NodeJournal journal = NodeJournal.open(dir);
     for (String id : List.of("good", "empty", "truncated", "garbled", "zeros")) {
