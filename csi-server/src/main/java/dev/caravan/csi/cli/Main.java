@@ -25,6 +25,7 @@ public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
+    FatalErrors.install();
     configureLogging();
     System.exit(new CommandLine(new Main()).execute(args));
   }

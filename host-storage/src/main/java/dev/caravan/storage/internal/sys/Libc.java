@@ -122,9 +122,9 @@ public final class Libc {
 
   /** An ioctl that writes one 64-bit value, like {@code BLKGETSIZE64}; returns that value. */
   public static long ioctlReadLong(Fd fd, Ioctl request) {
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment value = arena.allocate(JAVA_LONG);
-      ioctl(fd, request, value);
+    try (KernelBuffers buffers = new KernelBuffers()) {
+      MemorySegment value = buffers.allocate("64-bit value", JAVA_LONG);
+      buffers.ioctl(fd, request, value);
       return value.get(JAVA_LONG, 0);
     }
   }

@@ -5,7 +5,6 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.bindings.linux.loop_config;
 import dev.caravan.bindings.linux.loop_info64;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 
@@ -31,8 +30,8 @@ public final class LoopIoctls {
    * {@code fileName} is informational only (what {@code losetup -l} shows), cut to fit.
    */
   public static void configure(Fd loop, Fd backing, boolean readOnly, String fileName) {
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment config = loop_config.allocate(arena); // zeroed
+    try (KernelBuffers buffers = new KernelBuffers()) {
+      MemorySegment config = buffers.allocate("loop_config", loop_config.layout()); // zeroed
       loop_config.fd(config, backing.number());
       MemorySegment info = loop_config.info(config);
       loop_info64.lo_flags(info, readOnly ? LinuxUapi.LO_FLAGS_READ_ONLY() : 0);
@@ -44,15 +43,15 @@ public final class LoopIoctls {
           JAVA_BYTE,
           0,
           Math.min(name.length, LinuxUapi.LO_NAME_SIZE() - 1));
-      Libc.ioctl(loop, Ioctl.LOOP_CONFIGURE, config);
+      buffers.ioctl(loop, Ioctl.LOOP_CONFIGURE, config);
     }
   }
 
   /** {@code LOOP_GET_STATUS64}; fails with ENXIO when the device is not bound. */
   public static Status status(Fd loop) {
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment info = loop_info64.allocate(arena);
-      Libc.ioctl(loop, Ioctl.LOOP_GET_STATUS64, info);
+    try (KernelBuffers buffers = new KernelBuffers()) {
+      MemorySegment info = buffers.allocate("loop_info64", loop_info64.layout());
+      buffers.ioctl(loop, Ioctl.LOOP_GET_STATUS64, info);
       return new Status(
           loop_info64.lo_device(info), loop_info64.lo_inode(info), loop_info64.lo_flags(info));
     }

@@ -58,7 +58,7 @@ public final class Pty implements AutoCloseable {
       int flags = LinuxUapi.O_RDWR() | O_NOCTTY | LinuxUapi.O_CLOEXEC();
       Fd terminal = new Fd((int) Libc.ioctl(master, Ioctl.TIOCGPTPEER, flags), "pty terminal");
       try {
-        plain(terminal, arena);
+        plain(terminal);
       } catch (RuntimeException e) {
         terminal.close();
         throw e;
@@ -70,12 +70,14 @@ public final class Pty implements AutoCloseable {
     }
   }
 
-  private static void plain(Fd terminal, Arena arena) {
-    MemorySegment termios = arena.allocate(TERMIOS_SIZE);
-    Libc.ioctl(terminal, Ioctl.TCGETS, termios);
-    termios.set(JAVA_INT, C_OFLAG, termios.get(JAVA_INT, C_OFLAG) & ~OPOST);
-    termios.set(JAVA_INT, C_LFLAG, termios.get(JAVA_INT, C_LFLAG) & ~ECHO);
-    Libc.ioctl(terminal, Ioctl.TCSETS, termios);
+  private static void plain(Fd terminal) {
+    try (KernelBuffers buffers = new KernelBuffers()) {
+      MemorySegment termios = buffers.allocate("termios", TERMIOS_SIZE, 4);
+      buffers.ioctl(terminal, Ioctl.TCGETS, termios);
+      termios.set(JAVA_INT, C_OFLAG, termios.get(JAVA_INT, C_OFLAG) & ~OPOST);
+      termios.set(JAVA_INT, C_LFLAG, termios.get(JAVA_INT, C_LFLAG) & ~ECHO);
+      buffers.ioctl(terminal, Ioctl.TCSETS, termios);
+    }
   }
 
   /** The end to hand to the child as its standard input, output and error. */

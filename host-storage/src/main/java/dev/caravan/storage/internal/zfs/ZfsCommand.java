@@ -8,7 +8,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-import java.lang.foreign.Arena;
+import dev.caravan.storage.internal.sys.KernelBuffers;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.nio.charset.StandardCharsets;
@@ -117,9 +117,9 @@ public final class ZfsCommand {
     this.segment = segment;
   }
 
-  /** A zeroed command in {@code arena}. */
-  public static ZfsCommand allocate(Arena arena) {
-    return new ZfsCommand(arena.allocate(LAYOUT)); // Arena.allocate zero-fills
+  /** A zeroed command, guarded against a kernel whose {@code zfs_cmd_t} is larger. */
+  public static ZfsCommand allocate(KernelBuffers buffers) {
+    return new ZfsCommand(buffers.allocate("zfs_cmd_t", LAYOUT));
   }
 
   public MemorySegment segment() {

@@ -4,6 +4,7 @@ import dev.caravan.bindings.zfs.ZfsCore;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
+import dev.caravan.storage.internal.sys.KernelBuffers;
 import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.zfs.ZfsException;
 import java.lang.foreign.Arena;
@@ -24,7 +25,8 @@ import java.util.function.Consumer;
  * {@link ZfsCommand}. Nvlists travel packed: the request's in {@code zc_nvlist_src}, the reply in a
  * buffer we provide through {@code zc_nvlist_dst}; when that buffer is too small the kernel fails
  * with ENOMEM and writes the size it needs into {@code zc_nvlist_dst_size}, and we retry with a
- * bigger one. Every call uses its own confined arena: nothing outlives it.
+ * bigger one. Every call uses its own {@link KernelBuffers}: nothing outlives it, and a copy-out past
+ * the {@code zfs_cmd_t} or the reply buffer stops the process instead of corrupting memory.
  */
 public final class ZfsIoctls implements AutoCloseable {
   private static final int O_RDWR = 2;
@@ -147,20 +149,20 @@ public final class ZfsIoctls implements AutoCloseable {
     long replySize = wantReply ? FIRST_REPLY_SIZE : 0;
     int interruptions = 0;
     while (true) {
-      try (Arena arena = Arena.ofConfined()) {
-        ZfsCommand zc = ZfsCommand.allocate(arena).name(name);
+      try (KernelBuffers buffers = new KernelBuffers()) {
+        ZfsCommand zc = ZfsCommand.allocate(buffers).name(name);
         if (packedSource != null) {
           zc.source(packedSource);
         }
         MemorySegment buffer = null;
         if (wantReply) {
-          buffer = arena.allocate(replySize, 8);
+          buffer = buffers.allocate("zc_nvlist_dst", replySize, 8);
           zc.destination(buffer);
         }
         setup.accept(zc);
         int errno = 0;
         try {
-          Libc.ioctl(device, request, zc.segment());
+          buffers.ioctl(device, request, zc.segment());
         } catch (SyscallException e) {
           errno = e.errno();
         }

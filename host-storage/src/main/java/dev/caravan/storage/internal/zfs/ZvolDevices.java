@@ -5,9 +5,9 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
+import dev.caravan.storage.internal.sys.KernelBuffers;
 import dev.caravan.storage.internal.sys.Libc;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -68,9 +68,10 @@ public final class ZvolDevices {
   /** The dataset name of the zvol at {@code node}; empty if it vanished or is not a zvol. */
   public static Optional<String> nameOf(Path node) {
     try (Fd fd = Libc.open(node, O_RDONLY);
-        Arena arena = Arena.ofConfined()) {
-      MemorySegment name = arena.allocate(ZfsCommand.MAX_DATASET_NAME);
-      Libc.ioctl(fd, BLKZNAME, name);
+        KernelBuffers buffers = new KernelBuffers()) {
+      // zvol_ioctl copies out MAXNAMELEN (256) bytes, whatever the name's length.
+      MemorySegment name = buffers.allocate("zvol name", ZfsCommand.MAX_DATASET_NAME, 8);
+      buffers.ioctl(fd, BLKZNAME, name);
       name.set(JAVA_BYTE, ZfsCommand.MAX_DATASET_NAME - 1, (byte) 0);
       return Optional.of(name.getString(0, StandardCharsets.UTF_8));
     } catch (dev.caravan.storage.SyscallException e) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.bindings.zfs.ZfsCore;
+import dev.caravan.storage.internal.sys.KernelBuffers;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
@@ -142,8 +143,9 @@ class ZfsCommandTest {
 
   @Test
   void fieldsRoundTrip() {
-    try (Arena arena = Arena.ofConfined()) {
-      ZfsCommand zc = ZfsCommand.allocate(arena).name("tank/a/much/longer/name").name("tank/vol");
+    try (Arena arena = Arena.ofConfined();
+        KernelBuffers buffers = new KernelBuffers()) {
+      ZfsCommand zc = ZfsCommand.allocate(buffers).name("tank/a/much/longer/name").name("tank/vol");
       assertThat(zc.name()).isEqualTo("tank/vol");
       zc.cookie(42).simple(true);
       assertThat(zc.cookie()).isEqualTo(42);
@@ -169,8 +171,9 @@ class ZfsCommandTest {
 
   @Test
   void refusesANameThatDoesNotFit() {
-    try (Arena arena = Arena.ofConfined()) {
-      assertThatThrownBy(() -> ZfsCommand.allocate(arena).name("x".repeat(4096)))
+    try (Arena arena = Arena.ofConfined();
+        KernelBuffers buffers = new KernelBuffers()) {
+      assertThatThrownBy(() -> ZfsCommand.allocate(buffers).name("x".repeat(4096)))
           .isInstanceOf(IllegalArgumentException.class);
     }
   }

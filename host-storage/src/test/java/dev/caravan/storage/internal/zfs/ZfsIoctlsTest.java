@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.bindings.NativeLibraries;
+import dev.caravan.storage.internal.sys.KernelBuffers;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -16,9 +17,10 @@ import org.junit.jupiter.api.Test;
 class ZfsIoctlsTest {
   @Test
   void aReplyTheKernelClaimsIsLargerThanItsBufferIsRefusedNotRead() {
-    try (Arena arena = Arena.ofConfined()) {
+    try (Arena arena = Arena.ofConfined();
+        KernelBuffers buffers = new KernelBuffers()) {
       MemorySegment buffer = arena.allocate(64, 8);
-      ZfsCommand zc = ZfsCommand.allocate(arena).destination(buffer);
+      ZfsCommand zc = ZfsCommand.allocate(buffers).destination(buffer);
       kernelReplied(zc, 65);
       assertThatThrownBy(() -> ZfsIoctls.reply(zc, buffer))
           .isInstanceOf(IllegalStateException.class)
@@ -32,9 +34,10 @@ class ZfsIoctlsTest {
 
   @Test
   void anUnfilledReplyIsEmpty() {
-    try (Arena arena = Arena.ofConfined()) {
+    try (Arena arena = Arena.ofConfined();
+        KernelBuffers buffers = new KernelBuffers()) {
       MemorySegment buffer = arena.allocate(64, 8);
-      ZfsCommand zc = ZfsCommand.allocate(arena).destination(buffer);
+      ZfsCommand zc = ZfsCommand.allocate(buffers).destination(buffer);
       assertThat(ZfsIoctls.reply(zc, buffer)).isEmpty();
     }
   }
@@ -43,11 +46,12 @@ class ZfsIoctlsTest {
   void aReplyWithinItsBufferIsUnpackedFromExactlyItsBytes() {
     assumeTrue(NativeLibraries.isAvailable(NativeLibraries.Library.ZFS_CORE), "needs libnvpair");
     try (Arena arena = Arena.ofConfined();
+        KernelBuffers buffers = new KernelBuffers();
         NvList list = NvList.of(Map.of("name", "tank/vol", "size", 42L))) {
       MemorySegment packed = list.pack(arena);
       MemorySegment buffer = arena.allocate(packed.byteSize() + 1024, 8);
       buffer.copyFrom(packed);
-      ZfsCommand zc = ZfsCommand.allocate(arena).destination(buffer);
+      ZfsCommand zc = ZfsCommand.allocate(buffers).destination(buffer);
       kernelReplied(zc, packed.byteSize());
       assertThat(ZfsIoctls.reply(zc, buffer)).isEqualTo(Map.of("name", "tank/vol", "size", 42L));
     }
