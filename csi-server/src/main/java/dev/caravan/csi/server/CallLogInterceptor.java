@@ -77,14 +77,16 @@ final class CallLogInterceptor implements ServerInterceptor {
     @Override
     public void close(Status status, Metadata trailers) {
       long micros = (System.nanoTime() - start) / 1_000;
-      // The response goes first: noting the line is not part of the call's latency.
-      super.close(status, trailers);
+      // The line is queued before the response goes: once a client has its answer, the line of that
+      // call is ahead of the line of any call it sends next. Queuing is an offer to the log's queue,
+      // the writing happens on the log's own thread.
       if (RpcLog.enabled()) {
         // The full name is a field of the descriptor; the bare one is cut from it on the log's thread.
         log.add(new RpcLog.Line(System.currentTimeMillis(), getMethodDescriptor().getFullMethodName(), subject,
             status.getCode(), micros,
             status.isOk() ? null : status.getDescription()));
       }
+      super.close(status, trailers);
     }
   }
 
