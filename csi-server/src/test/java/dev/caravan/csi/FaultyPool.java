@@ -5,6 +5,8 @@ import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
 
 /**
  * A ZFS pool of its own whose disk a test stalls or fails: a device-mapper device over a loop
@@ -60,6 +62,17 @@ final class FaultyPool implements AutoCloseable {
   /** The disk stops answering: every I/O waits in device-mapper, so transaction groups stall. */
   void stall() {
     run("dmsetup", "suspend", name);
+  }
+
+  /**
+   * While the disk is stalled: a {@code zpool reguid} of this pool, which waits for its transaction
+   * group while it holds ZFS's one lock over the pools' namespace, so that every read of any pool's
+   * status ({@code ZFS_IOC_POOL_STATS}, {@code zpool list}) waits behind it until the disk is back.
+   * The future ends with the command.
+   */
+  CompletableFuture<String> holdNamespaceLock() {
+    return CompletableFuture.supplyAsync(() -> run("zpool", "reguid", name),
+        Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon(true).factory()));
   }
 
   /** Every write to the disk fails (dm-flakey, reads still work): the next transaction group suspends the pool. */

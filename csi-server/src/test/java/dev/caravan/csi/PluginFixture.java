@@ -44,7 +44,9 @@ final class PluginFixture implements AutoCloseable {
   final Path root;
   private Plugin plugin;
   /** The loop device under the data directory, when it is a filesystem of its own. */
+  private static final long DATA_FILESYSTEM_BYTES = 512L << 20;
   private LoopDevice dataFilesystem;
+  private FailingRegions failingData;
   /** Adjusts the settings of every plugin this fixture starts (e.g. turns the observe API on). */
   UnaryOperator<Plugin.Settings> customize = UnaryOperator.identity();
   private UnixChannel channel;
@@ -202,11 +204,30 @@ final class PluginFixture implements AutoCloseable {
    */
   void dataOnAFilesystemOfItsOwn() throws IOException {
     Path image = work.resolve("data.img");
-    SparseFiles.create(image, 512L << 20);
+    SparseFiles.create(image, DATA_FILESYSTEM_BYTES);
     dataFilesystem = LoopDevices.attach(image, false);
-    Filesystems.formatIfEmpty(dataFilesystem.device(), FsType.EXT4, List.of());
+    mountData(dataFilesystem.device());
+  }
+
+  /**
+   * As {@link #dataOnAFilesystemOfItsOwn}, with a device-mapper device between the loop device and the
+   * filesystem ({@link FailingRegions}, all of it readable for now), through which the test makes some
+   * of the filesystem's sectors fail. Needs device-mapper (the guest).
+   */
+  FailingRegions dataOnAFilesystemThatCanFail() throws IOException {
+    Path image = work.resolve("data.img");
+    SparseFiles.create(image, DATA_FILESYSTEM_BYTES);
+    dataFilesystem = LoopDevices.attach(image, false);
+    failingData = FailingRegions.create("cvdata" + Long.toString(ProcessHandle.current().pid(), 36),
+        dataFilesystem.device(), DATA_FILESYSTEM_BYTES, List.of());
+    mountData(failingData.device());
+    return failingData;
+  }
+
+  private void mountData(Path device) throws IOException {
+    Filesystems.formatIfEmpty(device, FsType.EXT4, List.of());
     Files.createDirectories(data);
-    Mounts.mount(dataFilesystem.device(), data, "ext4", Set.of(), "");
+    Mounts.mount(device, data, "ext4", Set.of(), "");
     Path journal = work.resolve("journal");
     UnaryOperator<Plugin.Settings> before = customize;
     customize = s -> {
@@ -242,6 +263,10 @@ final class PluginFixture implements AutoCloseable {
     if (dataFilesystem != null) {
       if (MountTable.isMountPoint(data)) {
         Mounts.unmount(data);
+      }
+      if (failingData != null) {
+        failingData.close();
+        failingData = null;
       }
       LoopDevices.detach(dataFilesystem);
       dataFilesystem = null;

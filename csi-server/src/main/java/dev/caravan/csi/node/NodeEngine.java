@@ -9,6 +9,7 @@ import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.node.StagedVolume.Staging;
 import dev.caravan.csi.server.CrashPoints;
 import dev.caravan.storage.DataPresentException;
+import dev.caravan.storage.UnreadableDeviceException;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.PathEscapeException;
 import dev.caravan.storage.StorageException;
@@ -257,6 +258,11 @@ public final class NodeEngine {
       throw CsiException.failedPrecondition(
           "refusing to format " + device + " for volume " + id + " as " + fsType + ": it already holds "
               + e.found());
+    } catch (UnreadableDeviceException e) {
+      // Unknown is never empty: a start that cannot be read may hold the volume's filesystem.
+      observer.operation("format", "refused", System.nanoTime() - formatStart);
+      throw new CsiException(CsiException.Kind.FAILED_PRECONDITION,
+          "refusing to format " + device + " for volume " + id + " as " + fsType + ": " + e.reason(), e);
     } catch (RuntimeException e) {
       observer.operation("format", "error", System.nanoTime() - formatStart);
       throw e;

@@ -17,13 +17,18 @@ public final class Probe {
   /**
    * Probes {@code device} for filesystems, RAID/LVM members, crypto headers and partition tables.
    * Signatures that contradict each other (two filesystems, say) are reported as {@link
-   * Signature.Kind#OTHER} without a type.
+   * Signature.Kind#OTHER} without a type. The device's first and last MiB are read first: when
+   * they cannot be, what it holds is unknown, not nothing.
    *
    * @throws dev.caravan.storage.NativeLibraryUnavailableException when libblkid is missing
+   * @throws dev.caravan.storage.UnreadableDeviceException when its first or last MiB cannot be read
    */
   public static Signature probe(Path device) {
     Libc.stat(device); // a missing or inaccessible device fails here, with its errno
-    return signature(BlkidProbe.probe(device));
+    try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      ProbeRegion.requireReadable(fd, device);
+      return signature(BlkidProbe.probe(fd));
+    }
   }
 
   /**
@@ -33,6 +38,7 @@ public final class Probe {
    * {@code O_EXCL} open, such as a running mkfs).
    *
    * @throws dev.caravan.storage.SyscallException EBUSY when the device is mounted or claimed
+   * @throws dev.caravan.storage.UnreadableDeviceException when its first or last MiB cannot be read
    * @throws StorageException when {@code device} is not a block device
    */
   public static Signature probeExclusive(Path device) {
@@ -42,6 +48,7 @@ public final class Probe {
             if (!Libc.fstat(fd).isBlockDevice()) {
               throw new StorageException(device + " is not a block device");
             }
+            ProbeRegion.requireReadable(fd, device);
             return signature(BlkidProbe.probe(fd));
           }
         });

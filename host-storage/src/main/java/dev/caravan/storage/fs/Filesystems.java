@@ -37,6 +37,9 @@ public final class Filesystems {
    *   <li>Any other signature libblkid recognises (such as another filesystem, a partition table,
    *       an LVM physical volume, a LUKS header) is refused with a {@link DataPresentException}
    *       naming it.
+   *   <li>A device whose first or last MiB, where libblkid looks, cannot be read (I/O errors) is
+   *       refused with an {@link dev.caravan.storage.UnreadableDeviceException} naming that part
+   *       and the error: what it holds is unknown, and unknown is never empty.
    *   <li>The device is probed through a descriptor opened with {@code O_EXCL}. A device that is
    *       mounted, or held open with {@code O_EXCL} by another program, and holds no filesystem of
    *       the requested type is refused without running mkfs.

@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 
 /**
  * The {@code local} backend: node-local ZFS zvols through the host-storage ZFS facade (libzfs_core
@@ -36,7 +37,10 @@ import java.util.TreeMap;
  * imported and ONLINE. Afterwards Probe is ready while at least one allowlisted pool is usable
  * (ONLINE or DEGRADED); a pool whose I/O is suspended is not, so a node whose only pool is suspended
  * answers FAILED_PRECONDITION naming it. The pool status is read within 4 s ({@link BoundedReadiness}):
- * should its ioctl ever block on a pool in trouble, Probe still answers, not ready, before Nomad's 5 s.
+ * when its ioctl blocks (ZFS reads every pool's status under one lock, which a pool operation waiting
+ * on a stalled disk can hold), Probe still answers, not ready, before Nomad's 5 s, naming the pool
+ * whose read is stuck and the last status read; while that read stays stuck, every Probe answers so
+ * at once.
  */
 public final class LocalBackend implements Backend {
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
@@ -46,7 +50,10 @@ public final class LocalBackend implements Backend {
   private final LocalConfig config;
   private final LocalController controller;
   private final LocalNode node;
-  private final BoundedReadiness poolCheck = new BoundedReadiness("the ZFS pool status", this::readPools);
+  /** The pool whose status the readiness check reads at the moment, for the answer once it is late. */
+  private volatile String reading = "";
+  private final BoundedReadiness poolCheck =
+      new BoundedReadiness(() -> "the status of ZFS pool " + reading, this::readPools);
 
   private LocalBackend(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
     this.zfs = zfs;
@@ -104,8 +111,14 @@ public final class LocalBackend implements Backend {
 
   /** Each allowlisted pool's status, or empty when it is not imported (or cannot be read: message). */
   static Map<String, PoolState> statuses(Zfs zfs, LocalConfig config) {
+    return statuses(zfs, config, pool -> {});
+  }
+
+  /** As {@link #statuses(Zfs, LocalConfig)}, telling {@code reading} each pool before its read. */
+  private static Map<String, PoolState> statuses(Zfs zfs, LocalConfig config, Consumer<String> reading) {
     Map<String, PoolState> out = new LinkedHashMap<>();
     for (String pool : config.pools()) {
+      reading.accept(pool);
       try {
         out.put(pool, zfs.pool(pool).map(s -> new PoolState(s.health(), ""))
             .orElse(new PoolState(null, "not imported")));
@@ -169,7 +182,7 @@ public final class LocalBackend implements Backend {
 
   private Readiness readPools() {
     try {
-      return readiness(config, statuses(zfs, config));
+      return readiness(config, statuses(zfs, config, pool -> reading = pool));
     } catch (RuntimeException e) {
       return Readiness.notReady("cannot read pool status: " + e.getMessage());
     }

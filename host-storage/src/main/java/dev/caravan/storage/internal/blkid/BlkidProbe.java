@@ -15,7 +15,6 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -32,22 +31,10 @@ public final class BlkidProbe {
 
   /**
    * Probes superblocks (filesystems, RAID and LVM members, crypto headers) and partition tables
-   * with {@code blkid_do_safeprobe}. Bad-checksum superblocks are reported too: for deciding
-   * whether a device is safe to format, a damaged filesystem is still data.
+   * with {@code blkid_do_safeprobe}, reading through {@code fd}, which stays open and ours.
+   * Bad-checksum superblocks are reported too: for deciding whether a device is safe to format, a
+   * damaged filesystem is still data.
    */
-  public static Result probe(Path device) {
-    requireLibblkid();
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment probe =
-          Blkid.blkid_new_probe_from_filename(arena.allocateFrom(device.toString()));
-      if (probe.equals(MemorySegment.NULL)) {
-        throw new StorageException("libblkid cannot open " + device);
-      }
-      return probeAndFree(arena, probe, device.toString());
-    }
-  }
-
-  /** As {@link #probe(Path)}, reading through {@code fd}, which stays open and ours. */
   public static Result probe(Fd fd) {
     requireLibblkid();
     try (Arena arena = Arena.ofConfined()) {
