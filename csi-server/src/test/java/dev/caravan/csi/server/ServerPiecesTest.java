@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.GetPluginInfoRequest;

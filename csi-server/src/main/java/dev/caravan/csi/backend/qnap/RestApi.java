@@ -2,8 +2,8 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
-import dev.caravan.csi.server.CrashPoints;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.CrashPoints;
+import dev.caravan.csi.support.Json;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

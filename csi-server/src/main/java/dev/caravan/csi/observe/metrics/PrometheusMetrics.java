@@ -1,10 +1,10 @@
 package dev.caravan.csi.observe.metrics;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.PoolStatus;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.observe.stats.VolumeUsage;
 import dev.caravan.storage.fs.FsStats;
