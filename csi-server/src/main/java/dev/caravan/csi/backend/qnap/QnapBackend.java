@@ -83,7 +83,7 @@ public final class QnapBackend implements Backend {
     }
     Credentials credentials = Credentials.load(config.credentialsFile(), env);
     Http http = Http.open(config);
-    Session session = new Session(http, credentials, config.loginRetry(), Clock.systemUTC());
+    ApplianceLogin session = new ApplianceLogin(http, credentials, config.loginRetry(), Clock.systemUTC());
     QnapApi api;
     String transport;
     switch (config.transport()) {
