@@ -1,35 +1,19 @@
 package dev.caravan.benchmarks.arch;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
-import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
 import dev.caravan.benchmarks.LogLineBenchmark;
-import java.net.URISyntaxException;
-import java.nio.file.Path;
-import org.junit.jupiter.api.BeforeAll;
+import dev.caravan.storage.testing.Floors;
 import org.junit.jupiter.api.Test;
 
 /** The benchmarks sit on top of every other module (docs/layers.md) and only use them. */
 class LayersArchTest {
-  private static JavaClasses classes;
-
-  @BeforeAll
-  static void importMainClasses() throws URISyntaxException {
-    Path main = Path.of(LogLineBenchmark.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-    classes = new ClassFileImporter().importPath(main);
-  }
+  private static final JavaClasses classes = Floors.mainClassesOf(LogLineBenchmark.class);
 
   @Test
   void packagesFormNoCycle() {
-    slices()
-        .matching("dev.caravan.(**)")
-        .should()
-        .beFreeOfCycles()
-        .because("a cycle makes every package in it a part of every other: none can be read,"
-            + " tested or changed alone")
-        .check(classes);
+    Floors.noPackageCycle().check(classes);
   }
 
   @Test

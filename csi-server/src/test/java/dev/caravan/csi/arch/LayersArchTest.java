@@ -2,41 +2,24 @@ package dev.caravan.csi.arch;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
-import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
-import com.tngtech.archunit.core.importer.ClassFileImporter;
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.observe.Observability;
 import dev.caravan.csi.observe.inspect.ChainInspector;
 import dev.caravan.csi.observe.inspect.PeerNodes;
 import dev.caravan.csi.observe.metrics.MetricsInterceptor;
-import java.net.URISyntaxException;
-import java.nio.file.Path;
-import org.junit.jupiter.api.BeforeAll;
+import dev.caravan.storage.testing.Floors;
 import org.junit.jupiter.api.Test;
 
 /** The floors of csi-server (docs/layers.md): every arrow between packages points down. */
 class LayersArchTest {
-  private static JavaClasses classes;
-
-  @BeforeAll
-  static void importMainClasses() throws URISyntaxException {
-    // This module's compiled main classes only: tests may reach across floors to set things up.
-    Path main = Path.of(Plugin.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-    classes = new ClassFileImporter().importPath(main);
-  }
+  private static final JavaClasses classes = Floors.mainClassesOf(Plugin.class);
 
   @Test
   void packagesFormNoCycle() {
-    slices()
-        .matching("dev.caravan.(**)")
-        .should()
-        .beFreeOfCycles()
-        .because("a cycle makes every package in it a part of every other: none can be read,"
-            + " tested or changed alone")
-        .check(classes);
+    Floors.noPackageCycle().check(classes);
   }
 
   @Test
