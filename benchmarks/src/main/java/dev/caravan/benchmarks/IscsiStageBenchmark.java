@@ -2,7 +2,7 @@ package dev.caravan.benchmarks;
 
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeRef;
-import dev.caravan.csi.backend.qnap.QnapNodes;
+import dev.caravan.csi.backend.qnap.QnapBackend;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
@@ -55,7 +55,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * nomad-csi-driver, S1 in docs/qnap-api.md §2). Guest only: it needs LIO, open-iscsi and
  * multipathd, which {@code benchmarks/guest-bench} provides through {@code scripts/guest-test}.
  *
- * <p><b>Caravan</b>: the plugin's own {@code QnapNode} (through {@link QnapNodes}), i.e. login on
+ * <p><b>Caravan</b>: the plugin's own {@code QnapNode} (through {@link QnapBackend#systemNode}), i.e. login on
  * each portal through host-storage's {@link Iscsi} (node record created with {@code iscsiadm -o
  * new}, then {@code iscsiadm --login}; sessions through libopeniscsiusr), the disks and their WWIDs
  * from sysfs, the multipath map from multipathd's socket with both paths up; then the node engine's
@@ -135,7 +135,7 @@ public class IscsiStageBenchmark {
     volume = new VolumeRef("iscsi-bench", Map.of(
         "targetIqn", target.iqn(), "lun", "0", "portals", String.join(",", portals),
         "naa", wwid.value().substring(1)));
-    node = QnapNodes.system(portals);
+    node = QnapBackend.systemNode(portals);
 
     Path device = node.attach(volume);
     check(Filesystems.formatIfEmpty(device, FsType.EXT4, List.of()) == FormatOutcome.FORMATTED,

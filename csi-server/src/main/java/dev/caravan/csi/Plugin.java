@@ -3,7 +3,7 @@ package dev.caravan.csi;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.iscsi.IscsiSweeperService;
@@ -16,7 +16,7 @@ import dev.caravan.csi.peer.PeerCredentialChecks;
 import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.peer.Peering;
 import dev.caravan.csi.server.CsiServer;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.csi.service.ControllerService;
 import dev.caravan.csi.service.IdentityService;
 import dev.caravan.csi.service.NodeService;
@@ -139,7 +139,7 @@ public final class Plugin implements AutoCloseable {
     AutoCloseable sweeper = () -> {};
     Peering peering = null;
     try {
-      observability = Observability.create(s, backend, journal);
+      observability = Observability.create(s.driver(), s.nodeId(), s.observe(), backend, journal);
       NodeEngine engine = new NodeEngine(backend.node(), journal, observability.nodeObserver(), Optional.of(roots));
       LOG.log(System.Logger.Level.INFO, "node: staging and publishing only below {0}", roots);
       List<String> findings = engine.reconcile();

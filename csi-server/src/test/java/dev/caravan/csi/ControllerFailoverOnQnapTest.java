@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.TestBackend.QnapTestBackend;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;

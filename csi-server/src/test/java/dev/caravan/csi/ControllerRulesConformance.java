@@ -6,7 +6,7 @@ import static dev.caravan.csi.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.ControllerBackend;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;

@@ -1,6 +1,6 @@
 package dev.caravan.csi;
 
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;

@@ -2,7 +2,7 @@ package dev.caravan.csi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;

@@ -2,7 +2,7 @@ package dev.caravan.csi;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;

@@ -9,7 +9,7 @@ import static io.grpc.Status.Code.UNAVAILABLE;
 import dev.caravan.csi.dhv.DhvEnv;
 import dev.caravan.csi.dhv.DhvInstaller;
 import dev.caravan.csi.dhv.NomadDhvRunner;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
 import dev.caravan.csi.v1.ControllerGrpc;

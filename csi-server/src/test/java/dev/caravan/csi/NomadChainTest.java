@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.NomadFake.Instance;
 import dev.caravan.csi.cli.Main;
-import dev.caravan.csi.observe.Json;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.support.Json;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.inspect.Chain;

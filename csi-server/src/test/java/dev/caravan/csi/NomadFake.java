@@ -1,7 +1,7 @@
 package dev.caravan.csi;
 
 import dev.caravan.csi.backend.Topology;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

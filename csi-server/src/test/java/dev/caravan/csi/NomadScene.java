@@ -3,7 +3,7 @@ package dev.caravan.csi;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.NomadFake.Instance;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.inspect.Finding;

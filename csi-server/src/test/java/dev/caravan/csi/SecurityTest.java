@@ -10,7 +10,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.caravan.csi.cli.Main;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
-import dev.caravan.csi.observe.http.Pem;
+import dev.caravan.csi.support.Pem;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;

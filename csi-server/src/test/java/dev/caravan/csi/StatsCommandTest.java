@@ -4,7 +4,7 @@ import static dev.caravan.csi.Caps.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.cli.Main;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.v1.CreateVolumeRequest;

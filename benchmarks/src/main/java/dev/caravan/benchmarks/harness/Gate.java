@@ -1,6 +1,6 @@
 package dev.caravan.benchmarks.harness;
 
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;

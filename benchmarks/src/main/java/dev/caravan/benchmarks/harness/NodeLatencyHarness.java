@@ -135,7 +135,7 @@ public final class NodeLatencyHarness {
     System.out.printf(java.util.Locale.ROOT, "node latency harness: load average %s (after), %.0f s in all%n", after, seconds);
     Map<String, Object> json = Gate.json(Machine.describe(), before, after, seconds, results, ratios);
     if (!o.get("json").isEmpty()) {
-      Files.writeString(Path.of(o.get("json")), dev.caravan.csi.observe.Json.pretty(json) + "\n");
+      Files.writeString(Path.of(o.get("json")), dev.caravan.csi.support.Json.pretty(json) + "\n");
       System.out.println("result written to " + o.get("json"));
     }
     if (!o.get("gate").isEmpty()) {

@@ -5,11 +5,12 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * One storage backend (file, local ZFS): a controller half, a node half and a readiness
- * check. Chosen at start by {@code caravan serve --driver=...}.
+ * One storage backend (file: sparse files on loop devices; local: ZFS zvols; qnap: iSCSI LUNs on a
+ * QNAP appliance): a controller half, a node half and a readiness check. Chosen at start by
+ * {@code caravan serve --driver=...}.
  */
 public interface Backend extends AutoCloseable {
-  /** Short driver name: "file", "local". */
+  /** Short driver name: "file", "local" or "qnap". */
   String driver();
 
   ControllerBackend controller();
@@ -55,7 +56,7 @@ public interface Backend extends AutoCloseable {
   }
 
   /** The pools this backend allocates from, for the pool gauges; none by default. */
-  default List<PoolStatus> pools() {
+  default List<PoolReport> pools() {
     return List.of();
   }
 

@@ -1,6 +1,6 @@
 package dev.caravan.csi.cli;
 
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.local.LocalBackend;
 import java.io.PrintWriter;
 import java.nio.file.Path;

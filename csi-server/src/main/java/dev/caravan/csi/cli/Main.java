@@ -1,6 +1,6 @@
 package dev.caravan.csi.cli;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import java.util.logging.ConsoleHandler;
 import java.util.logging.Handler;
 import java.util.logging.Level;

@@ -1,7 +1,7 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.observe.http.HttpSettings;
-import dev.caravan.csi.observe.http.Pem;
+import dev.caravan.csi.support.Pem;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;

@@ -1,7 +1,7 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.Plugin;
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.config.Body;
 import dev.caravan.csi.config.ConfigException;
 import dev.caravan.csi.config.ConfigFiles;

@@ -1,6 +1,6 @@
 package dev.caravan.csi.cli;
 
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.ArrayList;

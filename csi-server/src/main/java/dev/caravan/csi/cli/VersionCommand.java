@@ -1,6 +1,6 @@
 package dev.caravan.csi.cli;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 

@@ -1,8 +1,8 @@
 package dev.caravan.csi.dhv;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import dev.caravan.storage.iscsi.Iscsi;
 import java.io.PrintStream;
 import java.nio.file.Path;

@@ -1,7 +1,7 @@
 package dev.caravan.csi.dhv;
 
 import dev.caravan.csi.backend.IdRules;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;

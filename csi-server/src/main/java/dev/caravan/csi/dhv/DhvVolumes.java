@@ -3,7 +3,7 @@ package dev.caravan.csi.dhv;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;

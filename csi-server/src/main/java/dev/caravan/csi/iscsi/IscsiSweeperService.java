@@ -5,7 +5,7 @@ import dev.caravan.csi.backend.qnap.QnapSessions;
 import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.observe.metrics.PrometheusMetrics;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.SessionClaims;

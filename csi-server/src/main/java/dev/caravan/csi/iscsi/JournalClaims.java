@@ -4,7 +4,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.qnap.QnapSessions;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.SessionClaims;
 import java.util.Optional;

@@ -7,7 +7,7 @@ import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.node.StagedVolume.Staging;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.UnreadableDeviceException;
 import dev.caravan.storage.MountConflictException;

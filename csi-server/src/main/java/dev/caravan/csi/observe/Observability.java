@@ -1,6 +1,5 @@
 package dev.caravan.csi.observe;
 
-import dev.caravan.csi.Plugin;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.node.NodeJournal;
@@ -25,7 +24,9 @@ import java.util.Optional;
  * the claim-chain inspector and the HTTP server that serves all three.
  */
 public final class Observability implements AutoCloseable {
-  private final Plugin.Settings settings;
+  private final String driver;
+  private final String nodeId;
+  private final ObserveSettings settings;
   private final Backend backend;
   private final NodeJournal journal;
   private final Metrics metrics;
@@ -34,8 +35,10 @@ public final class Observability implements AutoCloseable {
   private ChainInspector inspector;
   private ObserveServer server;
 
-  private Observability(Plugin.Settings settings, Backend backend, NodeJournal journal, Metrics metrics,
-      UsageCollector usage) {
+  private Observability(String driver, String nodeId, ObserveSettings settings, Backend backend,
+      NodeJournal journal, Metrics metrics, UsageCollector usage) {
+    this.driver = driver;
+    this.nodeId = nodeId;
     this.settings = settings;
     this.backend = backend;
     this.journal = journal;
@@ -43,10 +46,12 @@ public final class Observability implements AutoCloseable {
     this.usage = usage;
   }
 
-  public static Observability create(Plugin.Settings s, Backend backend, NodeJournal journal) {
-    ObserveSettings o = s.observe();
+  /** For the plugin of {@code driver} on node {@code nodeId}, configured by {@code o}. */
+  public static Observability create(String driver, String nodeId, ObserveSettings o, Backend backend,
+      NodeJournal journal) {
     Metrics metrics = o.metrics() ? new PrometheusMetrics() : Metrics.NONE;
-    return new Observability(s, backend, journal, metrics, new UsageCollector(journal, o.stats(), Clock.systemUTC()));
+    return new Observability(driver, nodeId, o, backend, journal, metrics,
+        new UsageCollector(journal, o.stats(), Clock.systemUTC()));
   }
 
   /** What the node engine reports to: the metrics and the usage collector (which must let go before unmounts). */
@@ -65,14 +70,14 @@ public final class Observability implements AutoCloseable {
 
   /** Starts background collection and the HTTP server, if configured. */
   public void start(ControllerBackend controller) throws IOException {
-    ObserveSettings o = settings.observe();
+    ObserveSettings o = settings;
     if (metrics instanceof PrometheusMetrics p) {
-      p.bind(settings.driver(), journal, usage, backend, clock);
+      p.bind(driver, journal, usage, backend, clock);
     }
-    inspector = new ChainInspector(settings.nodeId(), backend, journal, usage, clock, o.nomad());
+    inspector = new ChainInspector(nodeId, backend, journal, usage, clock, o.nomad());
     if (o.http().isPresent()) {
       usage.start();
-      ObserveApi api = new ObserveApi(settings.nodeId(), controller, journal, usage, inspector,
+      ObserveApi api = new ObserveApi(nodeId, controller, journal, usage, inspector,
           metrics instanceof PrometheusMetrics p ? Optional.of(p) : Optional.empty(), o.nomad(), clock);
       server = ObserveServer.start(o.http().get(), api);
     }

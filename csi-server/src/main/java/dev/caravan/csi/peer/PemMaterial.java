@@ -1,6 +1,6 @@
 package dev.caravan.csi.peer;
 
-import dev.caravan.csi.observe.http.Pem;
+import dev.caravan.csi.support.Pem;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;

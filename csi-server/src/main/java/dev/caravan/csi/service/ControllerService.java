@@ -13,7 +13,7 @@ import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerExpandVolumeResponse;
 import dev.caravan.csi.v1.ControllerGetCapabilitiesRequest;

@@ -1,7 +1,7 @@
 package dev.caravan.csi.service;
 
 import com.google.protobuf.BoolValue;
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Readiness;

@@ -4,7 +4,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import java.util.Optional;
 
 /**

@@ -9,7 +9,7 @@ import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.node.AccessMode;
 import dev.caravan.csi.node.AllowedRoots;
 import dev.caravan.csi.node.NodeEngine;
-import dev.caravan.csi.server.VolumeLocks;
+import dev.caravan.csi.backend.VolumeLocks;
 import dev.caravan.csi.v1.NodeExpandVolumeRequest;
 import dev.caravan.csi.v1.NodeExpandVolumeResponse;
 import dev.caravan.csi.v1.NodeGetCapabilitiesRequest;

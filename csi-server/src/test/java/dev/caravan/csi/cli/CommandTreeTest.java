@@ -2,7 +2,7 @@ package dev.caravan.csi.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.util.ArrayList;

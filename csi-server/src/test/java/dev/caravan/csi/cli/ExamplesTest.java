@@ -2,7 +2,7 @@ package dev.caravan.csi.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.config.Body;
 import dev.caravan.csi.config.ConfigFiles;
 import dev.caravan.csi.config.Hcl;

@@ -214,7 +214,7 @@ class DhvPluginOnLocalTest {
     assertThat(env.get("DHV_OPERATION")).isEqualTo(op);
     Outcome o = run(mode, env);
     assertThat(o.status()).as(o.toString()).isZero();
-    return (Map<String, Object>) dev.caravan.csi.observe.Json.parse(o.stdout());
+    return (Map<String, Object>) dev.caravan.csi.support.Json.parse(o.stdout());
   }
 
   /** The zvols below this test's parent dataset, named by the {@code zfs} command (the oracle). */

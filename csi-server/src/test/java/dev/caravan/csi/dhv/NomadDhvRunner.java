@@ -1,6 +1,6 @@
 package dev.caravan.csi.dhv;
 
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;

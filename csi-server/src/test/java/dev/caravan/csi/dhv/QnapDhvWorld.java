@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
-import dev.caravan.csi.backend.Backends;
+import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -6,7 +6,7 @@ import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.nomad.NomadClient;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.observe.metrics.PrometheusMetrics;

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.NomadFake;
 import dev.caravan.csi.NomadFake.Instance;
-import dev.caravan.csi.observe.Json;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.support.Json;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.inspect.Chain;
 import dev.caravan.csi.observe.inspect.Finding;
 import dev.caravan.csi.observe.inspect.PeerNodes;

@@ -7,6 +7,7 @@ import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.exec.ToolRunner;
+import dev.caravan.storage.internal.fs.Superblocks;
 import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
@@ -126,7 +127,10 @@ public final class Filesystems {
    * with {@link BlockDevices#size(Path)} to see whether a grow has anything to do.
    */
   public static long size(Path device, FsType type) {
-    return Superblocks.size(device, type);
+    return switch (type) {
+      case EXT4 -> Superblocks.ext4Size(device);
+      case XFS -> Superblocks.xfsSize(device);
+    };
   }
 
   /** Space and inodes of the filesystem holding {@code path} ({@code statvfs}). */

@@ -20,7 +20,7 @@ import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;

@@ -1,6 +1,6 @@
 package dev.caravan.csi.backend.file;
 
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.AtomicFiles;

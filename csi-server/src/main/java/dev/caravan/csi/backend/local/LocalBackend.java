@@ -8,12 +8,13 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.NodeUsage;
-import dev.caravan.csi.backend.PoolStatus;
+import dev.caravan.csi.backend.PoolReport;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.zfs.DatasetProperties;
 import dev.caravan.storage.zfs.PoolHealth;
+import dev.caravan.storage.zfs.PoolStatus;
 import dev.caravan.storage.zfs.Property;
 import dev.caravan.storage.zfs.Zfs;
 import java.nio.file.Path;
@@ -239,8 +240,8 @@ public final class LocalBackend implements Backend {
   }
 
   @Override
-  public List<PoolStatus> pools() {
-    List<PoolStatus> out = new ArrayList<>();
+  public List<PoolReport> pools() {
+    List<PoolReport> out = new ArrayList<>();
     List<VolumeId> volumes;
     try {
       volumes = controller.ownVolumes();
@@ -249,13 +250,13 @@ public final class LocalBackend implements Backend {
     }
     for (String pool : config.pools()) {
       try {
-        Optional<dev.caravan.storage.zfs.PoolStatus> s = zfs.pool(pool);
+        Optional<PoolStatus> s = zfs.pool(pool);
         long count = volumes.stream().filter(v -> v.pool().equals(pool)).count();
-        out.add(s.map(st -> new PoolStatus(pool, st.health() == PoolHealth.ONLINE, st.size(), st.allocated(),
+        out.add(s.map(st -> new PoolReport(pool, st.health() == PoolHealth.ONLINE, st.size(), st.allocated(),
                 st.free(), count))
-            .orElse(new PoolStatus(pool, false, 0, 0, 0, count)));
+            .orElse(new PoolReport(pool, false, 0, 0, 0, count)));
       } catch (StorageException e) {
-        out.add(new PoolStatus(pool, false, 0, 0, 0, 0));
+        out.add(new PoolReport(pool, false, 0, 0, 0, 0));
       }
     }
     return out;

@@ -21,7 +21,7 @@ import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.VolumeStatus;
 import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.DeviceUse;

@@ -2,7 +2,7 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -31,12 +31,12 @@ class CgiApi implements QnapApi {
   private static final long GIB = 1L << 30;
   private static final DateTimeFormatter ANSI_C = DateTimeFormatter.ofPattern("EEE MMM d HH:mm:ss yyyy", Locale.ENGLISH);
 
-  final Session session;
+  final ApplianceLogin session;
   final Duration readyTimeout;
   /** The appliance reports a forked job by CGI name, not by job: one fork at a time. */
   private final Object forkLock = new Object();
 
-  CgiApi(Session session, Duration readyTimeout) {
+  CgiApi(ApplianceLogin session, Duration readyTimeout) {
     this.session = session;
     this.readyTimeout = readyTimeout;
   }
@@ -53,14 +53,14 @@ class CgiApi implements QnapApi {
         throw named(what, e);
       }
       if (r.status() == 401 || r.status() == 403) {
-        throw new Session.Expired("HTTP " + r.status() + " to " + what);
+        throw new ApplianceLogin.Expired("HTTP " + r.status() + " to " + what);
       }
       if (r.status() != 200) {
         throw new CsiException(Kind.UNAVAILABLE, "QNAP " + what + " answered HTTP " + r.status());
       }
       Element x = Xml.parse(r.body(), what);
       if (Xml.text(x, "authPassed").filter("0"::equals).isPresent()) {
-        throw new Session.Expired("authPassed 0 on " + what);
+        throw new ApplianceLogin.Expired("authPassed 0 on " + what);
       }
       return x;
     });
@@ -102,7 +102,7 @@ class CgiApi implements QnapApi {
 
   @Override
   public Appliance appliance() {
-    Element x = call(Session.LOGIN, "sysinfo", Map.of());
+    Element x = call(ApplianceLogin.LOGIN, "sysinfo", Map.of());
     String model = Xml.first(x, "model").flatMap(m -> Xml.text(m, "displayModelName")).orElse("unknown model");
     String firmware = Xml.first(x, "firmware").flatMap(m -> Xml.text(m, "version")).orElse("unknown");
     return new Appliance(model, firmware, Xml.text(x, "is_zfs", "0").equals("1"));

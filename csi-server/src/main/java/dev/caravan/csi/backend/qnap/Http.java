@@ -1,7 +1,7 @@
 package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.observe.http.Pem;
+import dev.caravan.csi.support.Pem;
 import java.io.IOException;
 import java.net.Socket;
 import java.net.URI;

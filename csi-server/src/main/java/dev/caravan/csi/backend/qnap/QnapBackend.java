@@ -60,6 +60,15 @@ public final class QnapBackend implements Backend {
     return open(backendConfig, System.getenv());
   }
 
+  /**
+   * The node half a {@code --driver=qnap} plugin runs, built without an appliance or credentials:
+   * logins through iscsid's default interface to {@code portals} only (its {@code qnap.portals}),
+   * with the same limits {@link #open} gives its node. The node-side benchmarks measure this.
+   */
+  public static NodeBackend systemNode(List<String> portals) {
+    return new QnapNode(Initiator.system(ISCSIADM_TIMEOUT, Optional.empty()), DEVICE_WAIT, portals);
+  }
+
   static QnapBackend open(BackendConfig backendConfig, Map<String, String> env) {
     QnapConfig config = QnapConfig.parse(backendConfig.options());
     Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
@@ -74,7 +83,7 @@ public final class QnapBackend implements Backend {
     }
     Credentials credentials = Credentials.load(config.credentialsFile(), env);
     Http http = Http.open(config);
-    Session session = new Session(http, credentials, config.loginRetry(), Clock.systemUTC());
+    ApplianceLogin session = new ApplianceLogin(http, credentials, config.loginRetry(), Clock.systemUTC());
     QnapApi api;
     String transport;
     switch (config.transport()) {

@@ -26,7 +26,7 @@ import dev.caravan.csi.backend.qnap.QnapApi.Snap;
 import dev.caravan.csi.backend.qnap.QnapApi.Target;
 import dev.caravan.csi.backend.qnap.QnapIds.SnapshotId;
 import dev.caravan.csi.backend.qnap.QnapIds.VolumeId;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;

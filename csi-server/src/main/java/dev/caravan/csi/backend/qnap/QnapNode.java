@@ -5,7 +5,7 @@ import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
-import dev.caravan.csi.server.CrashPoints;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;

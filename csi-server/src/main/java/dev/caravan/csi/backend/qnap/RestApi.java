@@ -2,8 +2,8 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
-import dev.caravan.csi.server.CrashPoints;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.CrashPoints;
+import dev.caravan.csi.support.Json;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -22,7 +22,7 @@ import java.util.Optional;
 final class RestApi extends CgiApi {
   private static final int SID_INVALID = -22;
 
-  RestApi(Session session, Duration readyTimeout) {
+  RestApi(ApplianceLogin session, Duration readyTimeout) {
     super(session, readyTimeout);
   }
 
@@ -36,7 +36,7 @@ final class RestApi extends CgiApi {
         throw named(what, e);
       }
       if (r.status() == 401 || r.status() == 403) {
-        throw new Session.Expired("HTTP " + r.status() + " to " + what);
+        throw new ApplianceLogin.Expired("HTTP " + r.status() + " to " + what);
       }
       Map<String, Object> m;
       try {
@@ -48,7 +48,7 @@ final class RestApi extends CgiApi {
       long code = number(m.get("error_code"), 0);
       String words = String.valueOf(m.getOrDefault("error_message", ""));
       if (code == SID_INVALID) {
-        throw new Session.Expired(words.isEmpty() ? "error_code -22" : words);
+        throw new ApplianceLogin.Expired(words.isEmpty() ? "error_code -22" : words);
       }
       if (code != 0) {
         throw QnapErrors.of(what, code, words);

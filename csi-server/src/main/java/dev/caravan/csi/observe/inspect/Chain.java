@@ -1,6 +1,6 @@
 package dev.caravan.csi.observe.inspect;
 
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

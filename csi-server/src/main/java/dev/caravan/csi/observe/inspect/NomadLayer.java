@@ -1,6 +1,6 @@
 package dev.caravan.csi.observe.inspect;
 
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.observe.nomad.NomadClient.NomadException;
 import dev.caravan.csi.observe.nomad.NomadViews.Allocation;

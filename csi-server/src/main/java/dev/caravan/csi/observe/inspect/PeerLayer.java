@@ -1,7 +1,7 @@
 package dev.caravan.csi.observe.inspect;
 
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.inspect.NomadLayer.ClaimSite;
 import dev.caravan.csi.observe.inspect.NomadLayer.Claims;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;

@@ -1,10 +1,10 @@
 package dev.caravan.csi.observe.metrics;
 
-import dev.caravan.csi.BuildInfo;
+import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.Backend;
-import dev.caravan.csi.backend.PoolStatus;
+import dev.caravan.csi.backend.PoolReport;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.stats.UsageCollector;
 import dev.caravan.csi.observe.stats.VolumeUsage;
 import dev.caravan.storage.fs.FsStats;
@@ -144,10 +144,10 @@ public final class PrometheusMetrics implements Metrics {
     volumeGauge(usage, "caravan_volume_stale", "1 if the figures are older than the stale limit.", u -> u.stale() ? 1 : 0);
 
     poolGauge(backend, "caravan_pool_online", "1 if the pool is online.", p -> p.online() ? 1 : 0);
-    poolGauge(backend, "caravan_pool_size_bytes", "Pool size.", PoolStatus::sizeBytes);
-    poolGauge(backend, "caravan_pool_allocated_bytes", "Bytes promised to volumes.", PoolStatus::allocatedBytes);
-    poolGauge(backend, "caravan_pool_free_bytes", "Free bytes in the pool.", PoolStatus::freeBytes);
-    poolGauge(backend, "caravan_pool_volumes", "Volumes in the pool.", PoolStatus::volumes);
+    poolGauge(backend, "caravan_pool_size_bytes", "Pool size.", PoolReport::sizeBytes);
+    poolGauge(backend, "caravan_pool_allocated_bytes", "Bytes promised to volumes.", PoolReport::allocatedBytes);
+    poolGauge(backend, "caravan_pool_free_bytes", "Free bytes in the pool.", PoolReport::freeBytes);
+    poolGauge(backend, "caravan_pool_volumes", "Volumes in the pool.", PoolReport::volumes);
   }
 
   /** A per-volume gauge; volumes without a figure yet (negative) are left out rather than shown as 0. */
@@ -163,8 +163,8 @@ public final class PrometheusMetrics implements Metrics {
     }).register(registry);
   }
 
-  private void poolGauge(Backend backend, String name, String help, ToDoubleFunction<PoolStatus> value) {
-    Function<Backend, List<PoolStatus>> pools = b -> {
+  private void poolGauge(Backend backend, String name, String help, ToDoubleFunction<PoolReport> value) {
+    Function<Backend, List<PoolReport>> pools = b -> {
       try {
         return b.pools();
       } catch (RuntimeException e) {
@@ -172,7 +172,7 @@ public final class PrometheusMetrics implements Metrics {
       }
     };
     GaugeWithCallback.builder().name(name).help(help).labelNames("backend", "pool").callback(cb -> {
-      for (PoolStatus p : pools.apply(backend)) {
+      for (PoolReport p : pools.apply(backend)) {
         cb.call(value.applyAsDouble(p), backend.driver(), p.name());
       }
     }).register(registry);

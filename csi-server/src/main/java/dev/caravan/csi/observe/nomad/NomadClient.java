@@ -1,6 +1,6 @@
 package dev.caravan.csi.observe.nomad;
 
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
 import java.io.IOException;

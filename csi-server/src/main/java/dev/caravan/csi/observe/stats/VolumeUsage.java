@@ -1,7 +1,7 @@
 package dev.caravan.csi.observe.stats;
 
 import dev.caravan.csi.backend.AccessType;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.storage.fs.FsStats;
 import java.nio.file.Path;
 import java.time.Duration;

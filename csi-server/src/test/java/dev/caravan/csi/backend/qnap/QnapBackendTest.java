@@ -12,7 +12,7 @@ import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Call;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Flavour;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.inspect.Chain;
 import dev.caravan.csi.observe.inspect.ChainInspector;
 import dev.caravan.csi.observe.stats.UsageCollector;

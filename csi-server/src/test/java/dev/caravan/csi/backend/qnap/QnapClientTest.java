@@ -66,7 +66,7 @@ class QnapClientTest {
     } catch (NoSuchAlgorithmException e) {
       throw new AssertionError(e);
     }
-    Session s = new Session(new Http(sim.url(), tls, Duration.ofSeconds(10)), new Credentials(QnapSimulator.USER, password),
+    ApplianceLogin s = new ApplianceLogin(new Http(sim.url(), tls, Duration.ofSeconds(10)), new Credentials(QnapSimulator.USER, password),
         Duration.ofMinutes(5), Clock.systemUTC());
     api = wire.rest ? new RestApi(s, Duration.ofSeconds(10)) : new CgiApi(s, Duration.ofSeconds(10));
     return api;
@@ -283,7 +283,7 @@ class QnapClientTest {
   void asynchronousWorkIsPolledWithinABoundAndARetryFinishesIt() {
     sim = QnapSimulator.start(Flavour.QTS);
     sim.creatingReads = 1_000_000;
-    Session s = new Session(new Http(sim.url(), tlsDefault(), Duration.ofSeconds(5)),
+    ApplianceLogin s = new ApplianceLogin(new Http(sim.url(), tlsDefault(), Duration.ofSeconds(5)),
         new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD), Duration.ofMinutes(5), Clock.systemUTC());
     api = new CgiApi(s, Duration.ofMillis(1500));
     assertThatThrownBy(() -> api.createLun("cve-slow-0123456789ab", 1, 1, true)).isInstanceOf(CsiException.class)

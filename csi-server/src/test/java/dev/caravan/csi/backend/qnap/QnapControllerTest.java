@@ -319,7 +319,7 @@ class QnapControllerTest {
     Volume w = controller.createVolume(create("interrupted", 1).build()).getVolume();
     String name = w.getVolumeId().substring("qnap/v1/".length());
     // unmap and remove the target behind the plugin's back, as a crash before them would have left it
-    QnapApi raw = new CgiApi(new Session(new Http(sim.url(), sslDefault(), Duration.ofSeconds(5)),
+    QnapApi raw = new CgiApi(new ApplianceLogin(new Http(sim.url(), sslDefault(), Duration.ofSeconds(5)),
         new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD), Duration.ofMinutes(1), java.time.Clock.systemUTC()),
         Duration.ofSeconds(5));
     QnapApi.Target t = raw.targets().stream().filter(x -> x.name().equals(name)).findFirst().orElseThrow();

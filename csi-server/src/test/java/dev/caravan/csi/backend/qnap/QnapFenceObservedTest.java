@@ -14,7 +14,7 @@ import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Flavour;
 import dev.caravan.csi.node.NodeJournal;
-import dev.caravan.csi.observe.NomadPaths.NomadVolume;
+import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.inspect.Chain;
 import dev.caravan.csi.observe.inspect.ChainInspector;
 import dev.caravan.csi.observe.inspect.Finding;
@@ -150,7 +150,7 @@ class QnapFenceObservedTest {
       b.controller().publishVolume(vol, B, Map.of());
       Chain agreed = inspector.inspect(vol, Optional.of(new NomadVolume("default", "db")));
       assertThat(agreed.findings()).isEmpty();
-      assertThat(dev.caravan.csi.observe.Json.write(agreed.toJson())).contains("\"provider_attachment\":[{\"csi_node_id\":\""
+      assertThat(dev.caravan.csi.support.Json.write(agreed.toJson())).contains("\"provider_attachment\":[{\"csi_node_id\":\""
           + B + "\",\"nomad_node_id\":\"" + NOMAD_B + "\",\"claims_there\":[\"" + ALLOC_B + "\"]}]");
       b.controller().unpublishVolume(vol, Optional.empty());
       b.controller().deleteVolume(vol);

@@ -4,7 +4,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
-import dev.caravan.csi.observe.Json;
+import dev.caravan.csi.support.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;

@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.observe.http.Pem;
+import dev.caravan.csi.support.Pem;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -65,7 +65,7 @@ class QnapTlsTest {
     Map<String, String> options = new java.util.HashMap<>(settings);
     options.put("portals", "192.0.2.10");
     QnapConfig config = QnapConfig.parse(options);
-    Session s = new Session(Http.open(config), new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD),
+    ApplianceLogin s = new ApplianceLogin(Http.open(config), new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD),
         Duration.ofMinutes(1), Clock.systemUTC());
     return new CgiApi(s, Duration.ofSeconds(5));
   }

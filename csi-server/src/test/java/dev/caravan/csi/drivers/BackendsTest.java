@@ -1,8 +1,10 @@
-package dev.caravan.csi.backend;
+package dev.caravan.csi.drivers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.NodeUsage;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;

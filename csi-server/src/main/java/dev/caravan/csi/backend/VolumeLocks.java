@@ -1,6 +1,5 @@
-package dev.caravan.csi.server;
+package dev.caravan.csi.backend;
 
-import dev.caravan.csi.backend.CsiException;
 import dev.caravan.storage.exec.ToolRunner;
 import dev.caravan.storage.exec.UnreapedTool;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package dev.caravan.csi.observe;
+package dev.caravan.csi.support;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;

@@ -1,4 +1,4 @@
-package dev.caravan.csi.observe.http;
+package dev.caravan.csi.support;
 
 import java.io.IOException;
 import java.io.InputStream;

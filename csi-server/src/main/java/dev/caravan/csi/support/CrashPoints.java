@@ -1,4 +1,4 @@
-package dev.caravan.csi.server;
+package dev.caravan.csi.support;
 
 import java.util.Optional;
 

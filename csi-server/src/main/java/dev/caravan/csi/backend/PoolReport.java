@@ -5,5 +5,5 @@ package dev.caravan.csi.backend;
  *
  * @param allocatedBytes what volumes have been promised (thick sizes, reservations)
  */
-public record PoolStatus(
+public record PoolReport(
     String name, boolean online, long sizeBytes, long allocatedBytes, long freeBytes, long volumes) {}

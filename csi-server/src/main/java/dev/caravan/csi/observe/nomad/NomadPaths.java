@@ -1,4 +1,4 @@
-package dev.caravan.csi.observe;
+package dev.caravan.csi.observe.nomad;
 
 import java.nio.file.Path;
 import java.util.Optional;

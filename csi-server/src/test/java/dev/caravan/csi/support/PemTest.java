@@ -1,4 +1,4 @@
-package dev.caravan.csi.observe.http;
+package dev.caravan.csi.support;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

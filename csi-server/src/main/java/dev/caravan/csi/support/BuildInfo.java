@@ -1,4 +1,4 @@
-package dev.caravan.csi;
+package dev.caravan.csi.support;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,7 +15,7 @@ public final class BuildInfo {
   }
 
   private static String load() {
-    try (InputStream in = BuildInfo.class.getResourceAsStream("caravan-version.properties")) {
+    try (InputStream in = BuildInfo.class.getResourceAsStream("/dev/caravan/csi/caravan-version.properties")) {
       if (in == null) {
         return "unknown";
       }

@@ -1,6 +1,7 @@
-package dev.caravan.csi.backend;
+package dev.caravan.csi.drivers;
 
-
+import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.backend.local.LocalBackend;
 import dev.caravan.csi.backend.qnap.QnapBackend;

@@ -18,8 +18,8 @@ import org.w3c.dom.Element;
  * QTS blocks an address after repeated failed logins (Network Access Protection), so every call in
  * that time fails at once with the appliance's answer. Logs out on close.
  */
-final class Session implements AutoCloseable {
-  private static final System.Logger LOG = System.getLogger(Session.class.getName());
+final class ApplianceLogin implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(ApplianceLogin.class.getName());
   static final String LOGIN = "/cgi-bin/authLogin.cgi";
   static final String LOGOUT = "/cgi-bin/authLogout.cgi";
 
@@ -41,7 +41,7 @@ final class Session implements AutoCloseable {
   private String refusal = "";
   private int logins;
 
-  Session(Http http, Credentials credentials, Duration loginRetry, Clock clock) {
+  ApplianceLogin(Http http, Credentials credentials, Duration loginRetry, Clock clock) {
     this.http = http;
     this.credentials = credentials;
     this.loginRetry = loginRetry;

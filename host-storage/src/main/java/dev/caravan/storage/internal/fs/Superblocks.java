@@ -1,4 +1,4 @@
-package dev.caravan.storage.fs;
+package dev.caravan.storage.internal.fs;
 
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.StorageException;
@@ -15,7 +15,7 @@ import java.nio.file.Path;
  * this before every stage is what lets a grow be skipped when there is nothing to grow: a read of
  * one block, where starting resize2fs or xfs_growfs costs a process.
  */
-final class Superblocks {
+public final class Superblocks {
   private static final int EXT4_OFFSET = 1024;
   private static final int EXT4_MAGIC = 0xEF53;
   private static final int EXT4_INCOMPAT_64BIT = 0x80;
@@ -32,15 +32,22 @@ final class Superblocks {
 
   private Superblocks() {}
 
-  static long size(Path device, FsType type) {
+  /** How many bytes the ext4 filesystem on {@code device} spans. */
+  public static long ext4Size(Path device) {
     try (Arena arena = Arena.ofConfined();
         Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
-      return switch (type) {
-        case EXT4 -> ext4(device, read(fd, arena, EXT4_OFFSET, 1024));
-        case XFS -> xfs(device, read(fd, arena, 0, 512));
-      };
+      return ext4(device, read(fd, arena, EXT4_OFFSET, 1024));
     }
   }
+
+  /** How many bytes the xfs filesystem on {@code device} spans. */
+  public static long xfsSize(Path device) {
+    try (Arena arena = Arena.ofConfined();
+        Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      return xfs(device, read(fd, arena, 0, 512));
+    }
+  }
+
 
   // Field offsets from the ext4 disk layout: s_blocks_count_lo @0x04, s_log_block_size @0x18,
   // s_magic @0x38, s_feature_incompat @0x60, s_blocks_count_hi @0x150 (only with the 64bit feature).
