@@ -5,8 +5,6 @@ import dev.caravan.storage.UnreadableDeviceException;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 /**
@@ -41,22 +39,18 @@ final class ProbeRegion {
   }
 
   private static void read(Fd fd, Path device, long from, long length, String what) {
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment buffer = arena.allocate(CHUNK);
-      for (long at = from; at < from + length; ) {
-        MemorySegment part = buffer.asSlice(0, Math.min(CHUNK, from + length - at));
-        long got;
-        try {
-          got = Libc.pread(fd, part, at);
-        } catch (StorageException e) {
-          throw new UnreadableDeviceException(device, what, e);
-        }
-        if (got <= 0) {
-          throw new UnreadableDeviceException(device, what,
-              new StorageException("read " + got + " bytes at offset " + at + " of a " + (from + length) + "-byte span"));
-        }
-        at += got;
+    for (long at = from; at < from + length; ) {
+      long got;
+      try {
+        got = Libc.preadAndDrop(fd, (int) Math.min(CHUNK, from + length - at), at);
+      } catch (StorageException e) {
+        throw new UnreadableDeviceException(device, what, e);
       }
+      if (got <= 0) {
+        throw new UnreadableDeviceException(device, what,
+            new StorageException("read " + got + " bytes at offset " + at + " of a " + (from + length) + "-byte span"));
+      }
+      at += got;
     }
   }
 }

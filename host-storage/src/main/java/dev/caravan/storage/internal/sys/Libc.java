@@ -247,6 +247,17 @@ public final class Libc {
     }
   }
 
+  /**
+   * Reads {@code length} bytes at {@code offset} into a buffer of its own and drops them: whether a
+   * span can be read, asked of the device itself. Returns bytes read (0 at the end, short when the
+   * device ends sooner).
+   */
+  public static long preadAndDrop(Fd fd, int length, long offset) {
+    try (Arena arena = Arena.ofConfined()) {
+      return pread(fd, arena.allocate(length), offset);
+    }
+  }
+
   /** Writes all of {@code buffer} at {@code offset}, looping over short writes. */
   public static void pwriteFully(Fd fd, MemorySegment buffer, long offset) {
     try (Arena arena = Arena.ofConfined()) {
