@@ -174,6 +174,26 @@ public record DeviceUse(Path device, List<String> users) {
    * Opened for reading only and closed at once, so nothing is written and udev is not woken.
    */
   private static boolean openedExclusively(Path devNode) {
+    // A zvol refuses an exclusive open while anyone has it open at all (OpenZFS's zvol_open), and
+    // udev's probe after a create or a snapshot opens it for a moment: use that lasts is use, so
+    // the answer is EBUSY on every try across about 1.5 s.
+    for (long pause : EXCLUSIVE_RETRY_MILLIS) {
+      if (!openedExclusivelyNow(devNode)) {
+        return false;
+      }
+      try {
+        Thread.sleep(pause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return true;
+      }
+    }
+    return openedExclusivelyNow(devNode);
+  }
+
+  private static final long[] EXCLUSIVE_RETRY_MILLIS = {50, 100, 200, 400, 800};
+
+  private static boolean openedExclusivelyNow(Path devNode) {
     return Claims.whileClaiming(() -> {
       try {
         Fd fd = Libc.open(devNode, LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL());

@@ -135,7 +135,6 @@ public final class LoopDevices {
       DeviceInUseException.requireUnused(device, "detaching " + device + " from " + file);
       try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
         Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
-        return true;
       } catch (SyscallException e) {
         switch (e.errno()) {
           case Errno.ENXIO, Errno.ENOENT -> {
@@ -146,10 +145,30 @@ public final class LoopDevices {
               throw e;
             }
             pause();
+            continue;
           }
           default -> throw e;
         }
       }
+      awaitUnbound(device);
+      return true;
+    }
+  }
+
+  /**
+   * Waits, bounded, for a detach the kernel deferred to the last close (udev's probe after an
+   * unmount holds the device for a moment) to happen, so that a caller answered "detached" finds it
+   * so: a DeleteVolume right after NodeUnstageVolume. A device still bound after the bound stays
+   * marked to detach on its last close.
+   */
+  private static void awaitUnbound(Path device) {
+    String name = device.getFileName().toString();
+    if (!name.startsWith("loop")) {
+      return;
+    }
+    Path attribute = SYS_BLOCK.resolve(name).resolve(BACKING_FILE);
+    for (int attempt = 0; attempt < ATTEMPTS && Files.exists(attribute); attempt++) {
+      pause();
     }
   }
 
@@ -203,7 +222,6 @@ public final class LoopDevices {
           device.device(), "detaching " + device.device() + " from " + device.backingFile());
       try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
         Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
-        return;
       } catch (SyscallException e) {
         switch (e.errno()) {
           case Errno.ENXIO, Errno.ENOENT -> {
@@ -215,10 +233,13 @@ public final class LoopDevices {
               throw e;
             }
             pause();
+            continue;
           }
           default -> throw e;
         }
       }
+      awaitUnbound(device.device());
+      return;
     }
   }
 
