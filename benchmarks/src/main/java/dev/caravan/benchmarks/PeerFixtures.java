@@ -1,5 +1,8 @@
 package dev.caravan.benchmarks;
 
+import dev.caravan.csi.v1.CapacityRange;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -37,5 +40,16 @@ final class PeerFixtures {
         Files.deleteIfExists(p);
       }
     }
+  }
+
+  /** A CreateVolume of an ext4 single-node-writer volume of {@code bytes}; the caller adds a host. */
+  static CreateVolumeRequest.Builder createRequest(String name, long bytes) {
+    return CreateVolumeRequest.newBuilder()
+        .setName(name)
+        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
+        .addVolumeCapabilities(VolumeCapability.newBuilder()
+            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
+            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
+                .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)));
   }
 }

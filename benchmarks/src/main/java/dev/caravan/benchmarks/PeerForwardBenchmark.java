@@ -7,12 +7,10 @@ import dev.caravan.csi.peer.Coordinator;
 import dev.caravan.csi.peer.PeerAddress;
 import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.peer.StaticPeers;
-import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
-import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -139,13 +137,7 @@ public class PeerForwardBenchmark {
   }
 
   private CreateVolumeRequest create(String name, String host) {
-    CreateVolumeRequest.Builder b = CreateVolumeRequest.newBuilder()
-        .setName(name)
-        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(SIZE))
-        .addVolumeCapabilities(VolumeCapability.newBuilder()
-            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)));
+    CreateVolumeRequest.Builder b = PeerFixtures.createRequest(name, SIZE);
     if (!route.equals("alone")) {
       b.putParameters("host", host);
     }

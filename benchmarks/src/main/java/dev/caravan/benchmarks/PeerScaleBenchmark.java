@@ -7,12 +7,10 @@ import dev.caravan.csi.peer.Coordinator;
 import dev.caravan.csi.peer.PeerAddress;
 import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.peer.StaticPeers;
-import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
-import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -135,15 +133,7 @@ public class PeerScaleBenchmark {
   }
 
   private static CreateVolumeRequest create(String name, String host) {
-    return CreateVolumeRequest.newBuilder()
-        .setName(name)
-        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(SIZE))
-        .addVolumeCapabilities(VolumeCapability.newBuilder()
-            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
-        .putParameters("host", host)
-        .build();
+    return PeerFixtures.createRequest(name, SIZE).putParameters("host", host).build();
   }
 
   @Benchmark
