@@ -16,11 +16,13 @@ import java.util.stream.Stream;
 
 /**
  * A home's lasting record of "the volume named N is on node O" ({@link HomeAuthority}): written,
- * and synced, before O is asked to create, and kept once O has made it, so that every later create of
+ * and synced, before O is asked to create, and kept while O holds it, so that every later create of
  * N goes to O and only to O, whatever the nodes' free space says by then. A create the home, the owner
- * or the network lost midway therefore finishes on O, and no second node makes another. A record whose
- * volume is gone (deleted, or never made) is harmless: it only sends the next create of N to O, which
- * makes it or answers. One file per name (named by the name's SHA-256), replaced atomically.
+ * or the network lost midway therefore finishes on O, and no second node makes another. O's
+ * DeleteVolume asks the home to release the record once O holds nothing of N; a record left behind
+ * (the home was down then, or the create never made anything) is harmless: it only sends the next
+ * create of N to O, which makes it or answers. One file per name (named by the name's SHA-256),
+ * replaced atomically.
  */
 final class NameClaims {
   private final Path dir;
@@ -57,7 +59,7 @@ final class NameClaims {
     StateFiles.write(file(name), node + "\n" + name + "\n");
   }
 
-  /** Forgets {@code name}'s record: nothing of that name was made on its owner. */
+  /** Forgets {@code name}'s record: its owner holds nothing of that name. */
   void release(String name) {
     StateFiles.delete(file(name));
   }

@@ -21,6 +21,8 @@ import dev.caravan.csi.peer.v1.NodeLayersCall;
 import dev.caravan.csi.peer.v1.PeerGrpc;
 import dev.caravan.csi.peer.v1.PlacementQuery;
 import dev.caravan.csi.peer.v1.PlacementReport;
+import dev.caravan.csi.peer.v1.ReleaseNameAnswer;
+import dev.caravan.csi.peer.v1.ReleaseNameCall;
 import dev.caravan.csi.peer.v1.ValidateVolumeCall;
 import dev.caravan.csi.service.ControllerService;
 import dev.caravan.csi.service.Rpc;
@@ -58,31 +60,32 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   private final ControllerBackend backend;
   private final String self;
   private final long reserveBytes;
-  private final Function<CreateVolumeCall, CreateVolumeResponse> place;
+  private final RoutingControllerService home;
   private final HomeAuthority authority;
   private final Function<String, NodeLayersAnswer> nodeLayers;
   private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
 
   /**
-   * @param place the home's part of CreateVolume ({@link RoutingControllerService#place})
+   * @param home this node's routing controller: the home's part of CreateVolume and of a deleted name's
+   *     release, and the owner's part of DeleteVolume
    * @param authority this node's view, which the calls that place, survey or list names are checked against
    * @param nodeLayers this node's own node-side layers of a volume id (read-only)
    */
   PeerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
-      Function<CreateVolumeCall, CreateVolumeResponse> place, HomeAuthority authority,
+      RoutingControllerService home, HomeAuthority authority,
       Function<String, NodeLayersAnswer> nodeLayers) {
     this.local = local;
     this.backend = backend;
     this.self = self;
     this.reserveBytes = reserveBytes;
-    this.place = place;
+    this.home = home;
     this.authority = authority;
     this.nodeLayers = nodeLayers;
   }
 
   @Override
   public void placeVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
-    changing(out, call.getIdempotencyKey(), call, () -> place.apply(call));
+    changing(out, call.getIdempotencyKey(), call, () -> home.place(call));
   }
 
   @Override
@@ -95,7 +98,7 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   public void deleteVolume(DeleteVolumeCall call, StreamObserver<DeleteVolumeResponse> out) {
     changing(out, call.getIdempotencyKey(), call, () -> {
       requireOwnVolume(call.getRequest().getVolumeId());
-      return InProcess.call(local::deleteVolume, call.getRequest());
+      return home.deleteHere(call.getRequest());
     });
   }
 
@@ -163,6 +166,11 @@ final class PeerService extends PeerGrpc.PeerImplBase {
       // Whether this node holds a name is read after the creates it already admitted have finished.
       return q.getVolumeName().isEmpty() ? report.get() : authority.listing(report);
     });
+  }
+
+  @Override
+  public void releaseName(ReleaseNameCall call, StreamObserver<ReleaseNameAnswer> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> home.release(call));
   }
 
   @Override

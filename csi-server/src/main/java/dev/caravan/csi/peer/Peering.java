@@ -74,7 +74,7 @@ public final class Peering implements AutoCloseable {
     PeerServer server;
     try {
       server = PeerServer.start(s.listen(), files, s.peers(),
-          new PeerService(local, backend, self, s.reserveBytes(), controller::place, authority, nodeLayers),
+          new PeerService(local, backend, self, s.reserveBytes(), controller, authority, nodeLayers),
           refusals);
     } catch (IOException | RuntimeException e) {
       authority.close();

@@ -1,12 +1,15 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.peer.v1.CreateSnapshotCall;
 import dev.caravan.csi.peer.v1.CreateVolumeCall;
 import dev.caravan.csi.peer.v1.DeleteSnapshotCall;
 import dev.caravan.csi.peer.v1.DeleteVolumeCall;
+import dev.caravan.csi.peer.v1.ReleaseNameAnswer;
+import dev.caravan.csi.peer.v1.ReleaseNameCall;
 import dev.caravan.csi.peer.v1.ExpandVolumeCall;
 import dev.caravan.csi.peer.v1.GetCapacityCall;
 import dev.caravan.csi.peer.v1.GetVolumeCall;
@@ -404,8 +407,76 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
   @Override
   public void deleteVolume(DeleteVolumeRequest req, StreamObserver<DeleteVolumeResponse> out) {
     routed(out, () -> Routing.ownerIfOurs(backend, req.getVolumeId(), true), "volume " + req.getVolumeId(),
-        () -> InProcess.call(local::deleteVolume, req),
+        () -> deleteHere(req),
         (stub, key) -> stub.deleteVolume(DeleteVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(req).build()));
+  }
+
+  /**
+   * The owner's part of DeleteVolume: deletes the volume on this node's storage, then asks the name's
+   * home to forget its claim. A claim the home keeps (it is down, or the views differ) only sends a
+   * later create of the name to this node, which makes the volume again or answers: the delete succeeds
+   * either way.
+   */
+  DeleteVolumeResponse deleteHere(DeleteVolumeRequest req) {
+    Optional<String> name;
+    try {
+      name = backend.findVolume(req.getVolumeId()).map(VolumeInfo::name);
+    } catch (RuntimeException invalid) {
+      name = Optional.empty(); // the delete below answers a malformed id with the spec's code
+    }
+    DeleteVolumeResponse done = InProcess.call(local::deleteVolume, req);
+    name.ifPresent(this::releaseDeleted);
+    return done;
+  }
+
+  private void releaseDeleted(String name) {
+    HomeAuthority.View v = authority.view();
+    String home = v.home(name);
+    try {
+      boolean released = home.equals(self) ? release(name, v)
+          : clients.client(home).call("", (stub, key) -> stub.releaseName(ReleaseNameCall.newBuilder()
+              .setIdempotencyKey(key).setName(name).setView(v.proto(self)).build())).getReleased();
+      if (!released) {
+        LOG.log(System.Logger.Level.INFO, "node {0}, home of the volume name {1}, keeps its claim after the delete:"
+            + " a volume of that name is still recorded on its claimed owner", home, name);
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.INFO, "node {0}, home of the volume name {1}, keeps its claim after the delete ({2});"
+          + " a later create of the name goes to node {3}", home, name, e.getMessage(), self);
+    }
+  }
+
+  /** The home's part of a deleted name's release, asked by the owner that deleted it. */
+  ReleaseNameAnswer release(ReleaseNameCall call) {
+    return ReleaseNameAnswer.newBuilder().setReleased(release(call.getName(), authority.check(call.getView())))
+        .build();
+  }
+
+  /**
+   * Forgets the claim for {@code name} once its claimed owner answers that it holds nothing of that
+   * name, under the name's lock so that no create of it is being placed meanwhile. Only the home
+   * releases: a claim is a home's record, and a node that is not the name's home under {@code v} keeps
+   * none that decides.
+   */
+  private boolean release(String name, HomeAuthority.View v) {
+    if (!v.home(name).equals(self)) {
+      return false;
+    }
+    ReentrantLock lock = locks.lock(name, self);
+    try {
+      Optional<String> owner = claims.owner(name);
+      if (owner.isEmpty()) {
+        return true;
+      }
+      PlacementReport r = report(owner.get(), CreateVolumeRequest.newBuilder().setName(name).build(), v, true, "");
+      if (!r.getExistingVolumeId().isEmpty()) {
+        return false;
+      }
+      claims.release(name);
+      return true;
+    } finally {
+      lock.unlock();
+    }
   }
 
   @Override

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.GrpcOutcomes;
 import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.Volume;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -158,6 +159,54 @@ class PeerHomesTest {
     Map<String, List<String>> images = imagesByName();
     assertThat(images).hasSize(made.size());
     assertThat(images.values()).allMatch(nodes -> nodes.size() == 1);
+  }
+
+  /**
+   * A claim outlives its volume only until the delete: the owner tells the name's home, which forgets
+   * the claim once the owner holds nothing of that name. A name made on n3 and deleted is therefore
+   * free again when n3 is down, and the homes keep no record per name ever made.
+   */
+  @Test
+  void aDeletedNameIsFreeAgainWhenItsFormerOwnerIsDown() throws Exception {
+    cluster = PeerCluster.start("n1", "n2", "n3");
+    awaitHomes("n1", "n2", "n3");
+    List<String> names = new ArrayList<>();
+    for (int i = 0; names.size() < 4; i++) {
+      String name = "freed-" + i;
+      if (!Coordinator.of(name, NODES).equals("n3")) {
+        names.add(name);
+      }
+    }
+    for (String name : names) {
+      Volume v = cluster.csi("n1").createVolume(PeersTest.create(name, "n3", 16 * MIB)).getVolume();
+      assertThat(PeersTest.nodeOf(v)).isEqualTo("n3");
+      cluster.csi(names.indexOf(name) % 2 == 0 ? "n1" : "n3").deleteVolume(
+          DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    }
+    for (String home : List.of("n1", "n2")) {
+      assertThat(cluster.files(home, "peer/claims")).as("claims kept by %s after every delete", home).isEmpty();
+    }
+
+    cluster.stopNode("n3");
+    for (String name : names) {
+      Volume again = cluster.csi("n2").createVolume(PeersTest.create(name, "auto", 16 * MIB)).getVolume();
+      assertThat(PeersTest.nodeOf(again)).as(name).isIn("n1", "n2");
+    }
+  }
+
+  /** A delete whose name's home is down still succeeds: the claim it leaves only sends a later create of the name to the owner. */
+  @Test
+  void aDeleteSucceedsWhileTheNamesHomeIsDown() throws Exception {
+    cluster = PeerCluster.start("n1", "n2", "n3");
+    awaitHomes("n1", "n2", "n3");
+    String name = "home-down-0";
+    for (int i = 1; !Coordinator.of(name, NODES).equals("n2"); i++) {
+      name = "home-down-" + i;
+    }
+    Volume v = cluster.csi("n1").createVolume(PeersTest.create(name, "n3", 16 * MIB)).getVolume();
+    cluster.stopNode("n2");
+    cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(imagesByName()).doesNotContainKey(nameOf(v));
   }
 
   @Test
