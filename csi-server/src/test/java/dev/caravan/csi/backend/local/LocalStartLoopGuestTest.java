@@ -34,9 +34,11 @@ import org.junit.jupiter.api.Test;
  * guards, and one start here costs half a minute to a minute and a half of emulated time): run it with
  * {@code scripts/guest-suite --select-class} this class. Three starts by default; {@code
  * -Dcaravan.startLoop.count=N} and {@code -Dcaravan.startLoop.minutes=M} (no new start after M
- * minutes) for a long run, and {@code -Dcaravan.startLoop.jvmOptions="-XX:..."} (space separated) for
- * extra options of the plugin JVMs, all through {@code CARAVAN_GUEST_JAVA_OPTS}. Prints one line per
- * start and a summary.
+ * minutes) for a long run, and {@code -Dcaravan.startLoop.jvmOptions=SET|SET...} for extra options of
+ * the plugin JVMs: the starts take the sets in turn, so a comparison of two CPU configurations runs
+ * under one load (options within a set separated by commas; an empty set is the default, e.g.
+ * {@code "|-XX:UseAVX=0"}), all through {@code CARAVAN_GUEST_JAVA_OPTS}. Prints one line per start
+ * and a summary per set.
  */
 class LocalStartLoopGuestTest {
   private Path work;
@@ -62,48 +64,82 @@ class LocalStartLoopGuestTest {
   void everyStartReachesProbeWithoutACrash() throws Exception {
     int count = Integer.getInteger("caravan.startLoop.count", 3);
     long minutes = Long.getLong("caravan.startLoop.minutes", 0);
-    String extra = System.getProperty("caravan.startLoop.jvmOptions", "").strip();
-    List<String> jvmOptions = extra.isEmpty() ? List.of() : Arrays.asList(extra.split("\\s+"));
+    List<List<String>> sets = optionSets(System.getProperty("caravan.startLoop.jvmOptions", ""));
     Path config = work.resolve("caravan.properties");
     Files.writeString(config, "local.pools=" + POOL + "\n");
 
     long loopStart = System.nanoTime();
-    Map<Outcome, Integer> outcomes = new EnumMap<>(Outcome.class);
-    for (Outcome o : Outcome.values()) {
-      outcomes.put(o, 0);
-    }
+    List<Tally> tallies = sets.stream().map(Tally::new).toList();
     List<String> failures = new ArrayList<>();
-    long probedNanos = 0;
     int starts = 0;
     for (int i = 1; i <= count; i++) {
       if (minutes > 0 && System.nanoTime() - loopStart > TimeUnit.MINUTES.toNanos(minutes)) {
         break;
       }
       starts++;
+      Tally tally = tallies.get((i - 1) % tallies.size());
       Path dir = Files.createDirectory(work.resolve("start-" + i));
       long t0 = System.nanoTime();
-      Result r = startOnce(dir, config, jvmOptions);
+      Result r = startOnce(dir, config, tally.options);
       long took = System.nanoTime() - t0;
-      outcomes.merge(r.outcome(), 1, Integer::sum);
+      tally.add(r.outcome(), took);
       if (r.outcome() == Outcome.PROBED) {
-        probedNanos += took;
         delete(dir);
       } else {
-        failures.add("start " + i + ": " + r.outcome() + ": " + r.detail());
+        failures.add("start " + i + " (plugin options " + tally.options + "): " + r.outcome() + ": " + r.detail());
       }
-      System.out.printf("start-loop: start %d: %s in %.1f s%n", i, r.outcome(), took / 1e9);
+      System.out.printf("start-loop: start %d (plugin options %s): %s in %.1f s%n", i, tally.options, r.outcome(),
+          took / 1e9);
     }
-    int probed = outcomes.get(Outcome.PROBED);
-    String summary = String.format(
-        "start-loop: %d starts in %.0f s (plugin options %s): %d reached Probe (mean %.1f s), %d crashed,"
-            + " %d tripped a buffer guard, %d failed otherwise",
-        starts, (System.nanoTime() - loopStart) / 1e9, jvmOptions, probed,
-        probed == 0 ? 0 : probedNanos / 1e9 / probed, outcomes.get(Outcome.CRASHED),
-        outcomes.get(Outcome.GUARD_TRIPPED), outcomes.get(Outcome.FAILED));
+    List<String> summaries = new ArrayList<>();
+    for (Tally t : tallies) {
+      summaries.add(t.summary());
+    }
+    String summary = String.format("start-loop: %d starts in %.0f s; %s", starts,
+        (System.nanoTime() - loopStart) / 1e9, String.join("; ", summaries));
     System.out.println(summary);
     System.out.println("start-loop: CPU flags the JIT may use: " + simdFlags());
     assertThat(failures).as(summary).isEmpty();
     assertThat(starts).as(summary).isPositive();
+  }
+
+  /** "SET|SET...", options within a set separated by commas; no sets at all is one empty set. */
+  private static List<List<String>> optionSets(String property) {
+    List<List<String>> sets = new ArrayList<>();
+    for (String set : property.split("\\|", -1)) {
+      sets.add(Arrays.stream(set.split("[,\\s]+")).filter(o -> !o.isBlank()).toList());
+    }
+    return sets;
+  }
+
+  /** The outcomes of the starts that ran with one option set. */
+  private static final class Tally {
+    final List<String> options;
+    final Map<Outcome, Integer> outcomes = new EnumMap<>(Outcome.class);
+    long probedNanos;
+
+    Tally(List<String> options) {
+      this.options = options;
+      for (Outcome o : Outcome.values()) {
+        outcomes.put(o, 0);
+      }
+    }
+
+    void add(Outcome outcome, long nanos) {
+      outcomes.merge(outcome, 1, Integer::sum);
+      if (outcome == Outcome.PROBED) {
+        probedNanos += nanos;
+      }
+    }
+
+    String summary() {
+      int probed = outcomes.get(Outcome.PROBED);
+      int total = outcomes.values().stream().mapToInt(Integer::intValue).sum();
+      return String.format("plugin options %s: %d starts, %d reached Probe (mean %.1f s), %d crashed,"
+              + " %d tripped a buffer guard, %d failed otherwise", options, total, probed,
+          probed == 0 ? 0 : probedNanos / 1e9 / probed, outcomes.get(Outcome.CRASHED),
+          outcomes.get(Outcome.GUARD_TRIPPED), outcomes.get(Outcome.FAILED));
+    }
   }
 
   /** The SIMD flags of the (emulated) CPU: what the JIT's stubs are generated for. */
