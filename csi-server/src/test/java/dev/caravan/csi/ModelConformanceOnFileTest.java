@@ -9,7 +9,7 @@ class ModelConformanceOnFileTest extends ModelConformance {
 
   @Override
   int steps() {
-    return 120;
+    return 400;
   }
 
   @Override
