@@ -146,7 +146,13 @@ class ModuleEncapsulationTest {
   @Test
   void aDeniedNativeAccessNamesTheFlagToAddOnTheModulePath() throws Exception {
     ChildJava.Result denied =
-        runProbe(modulePath(null, NativeAccessProbe.STATVFS, NativeAccessProbe.MOUNT, NativeAccessProbe.STATVFS));
+        runProbe(
+            modulePath(
+                null,
+                NativeAccessProbe.STATVFS,
+                NativeAccessProbe.MOUNT,
+                NativeAccessProbe.STATVFS,
+                NativeAccessProbe.API));
 
     assertThat(denied.exit()).as(denied.output()).isEqualTo(NativeAccessProbe.DENIED);
     String message =
@@ -155,8 +161,9 @@ class ModuleEncapsulationTest {
             + " (--illegal-native-access=deny): start java with --enable-native-access=" + BINDINGS + "," + STORAGE
             + " (host-storage is on the module path; on the class path it is --enable-native-access=ALL-UNNAMED)";
     // Every call says so, not only the first: no class was left half-initialized.
-    assertThat(denied.output().lines())
+    assertThat(denied.output().lines().limit(3))
         .containsExactly("denied statvfs: " + message, "denied mount: " + message, "denied statvfs: " + message);
+    assertEveryEntryPointRefused(denied.output(), 3);
   }
 
   @Test
@@ -171,7 +178,8 @@ class ModuleEncapsulationTest {
                 location(NativeAccessProbe.class).toString()),
             NativeAccessProbe.class.getName(),
             NativeAccessProbe.STATVFS,
-            NativeAccessProbe.MOUNT);
+            NativeAccessProbe.MOUNT,
+            NativeAccessProbe.API);
 
     ChildJava.Result denied = runProbe(classPath);
 
@@ -181,7 +189,22 @@ class ModuleEncapsulationTest {
             + ": the JVM denies native access to host-storage (--illegal-native-access=deny): start java with"
             + " --enable-native-access=ALL-UNNAMED (host-storage is on the class path; on the module path it is"
             + " --enable-native-access=" + BINDINGS + "," + STORAGE + ")";
-    assertThat(denied.output().lines()).containsExactly("denied statvfs: " + message, "denied mount: " + message);
+    assertThat(denied.output().lines().limit(2))
+        .containsExactly("denied statvfs: " + message, "denied mount: " + message);
+    assertEveryEntryPointRefused(denied.output(), 2);
+  }
+
+  /**
+   * After the first {@code skip} lines, the probe's {@link NativeAccessProbe#API} step: every entry
+   * point of the block, file, fs and mount classes that reach native code refused, none let through.
+   */
+  private static void assertEveryEntryPointRefused(String output, int skip) {
+    List<String> rest = output.lines().skip(skip).toList();
+    assertThat(rest).as(output).hasSize(1);
+    assertThat(rest.getFirst()).startsWith(NativeAccessProbe.REFUSED);
+    assertThat(Integer.parseInt(rest.getFirst().substring(NativeAccessProbe.REFUSED.length())))
+        .as("entry points refused")
+        .isGreaterThan(40);
   }
 
   /**
