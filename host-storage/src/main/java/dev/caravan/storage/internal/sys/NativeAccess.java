@@ -62,7 +62,9 @@ public final class NativeAccess {
             + " --enable-native-access=ALL-UNNAMED)");
   }
 
-  // A restricted method without side effects: access is checked against this class's module.
+  // A restricted method without side effects: access is checked against this class's module. The
+  // bindings ask the same for theirs (NativeLibraries.nativeAccessAllowed): the JVM answers each
+  // module about its own calls, so neither can ask for the other.
   private static boolean restrictedCallAllowed() {
     try {
       ValueLayout.ADDRESS.withTargetLayout(ValueLayout.JAVA_BYTE);
