@@ -26,7 +26,9 @@ import org.xml.sax.SAXException;
  */
 class PublishedPomTest {
   private static final List<String> SERVER_ONLY =
-      List.of("io.grpc", "io.prometheus", "com.fasterxml.jackson", "org.junit", "junit", "assertj", "archunit", "protobuf");
+      List.of(
+          "io.grpc", "io.prometheus", "com.fasterxml.jackson", "org.junit", "junit", "assertj", "archunit",
+          "protobuf");
 
   @Test
   void hostStoragePublishesOnlyTheBindingsAsADependency() throws Exception {

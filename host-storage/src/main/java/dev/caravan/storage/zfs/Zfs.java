@@ -209,7 +209,8 @@ public final class Zfs implements AutoCloseable {
    */
   public List<String> snapshots(String dataset) {
     DatasetNames.requireDataset(dataset);
-    List<ZfsIoctls.Reply> snapshots = new ArrayList<>(ZfsFailures.entries(ioctls().snapshots(dataset), "list snapshots", dataset));
+    List<ZfsIoctls.Reply> snapshots =
+        new ArrayList<>(ZfsFailures.entries(ioctls().snapshots(dataset), "list snapshots", dataset));
     if (snapshots.isEmpty()) {
       requireExists(dataset, "list snapshots of");
     }
