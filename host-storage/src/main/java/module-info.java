@@ -9,7 +9,9 @@
  *
  * <p>On the module path the JVM needs {@code
  * --enable-native-access=dev.caravan.bindings,dev.caravan.storage} (both modules call restricted
- * FFM methods); on the class path, {@code --enable-native-access=ALL-UNNAMED}.
+ * FFM methods); on the class path, {@code --enable-native-access=ALL-UNNAMED}. Under {@code
+ * --illegal-native-access=deny} without them, the calls of the block, file, fs and mount packages
+ * throw {@code NativeAccessDeniedException}, whose message names the flag.
  */
 module dev.caravan.storage {
   // Transitive: NativeLibraries (in the bindings' one exported package) is how an embedder learns

@@ -2,6 +2,7 @@ package dev.caravan.bindings;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -116,6 +117,16 @@ public final class NativeLibraries {
   }
 
   /**
+   * Whether this module may call restricted FFM methods. False when the JVM runs with {@code
+   * --illegal-native-access=deny} and does not name this module (or, on the class path, {@code
+   * ALL-UNNAMED}) in {@code --enable-native-access}: then every generated class fails to initialize.
+   * Asked before any of them is touched, so that the caller can say which flag is missing.
+   */
+  public static boolean nativeAccessAllowed() {
+    return NativeAccessCheck.ALLOWED;
+  }
+
+  /**
    * Whether the dynamic linker can open {@code libraryName} (a SONAME such as {@code
    * "libblkid.so.1"}, or a path). The library is closed again before returning.
    */
@@ -145,6 +156,21 @@ public final class NativeLibraries {
       // already failed to initialize elsewhere; IllegalCallerException means native access is
       // denied (--illegal-native-access=deny without --enable-native-access).
       return Optional.of(describe(e));
+    }
+  }
+
+  /** Computed once, on first use: the answer cannot change while the JVM runs. */
+  private static final class NativeAccessCheck {
+    static final boolean ALLOWED = restrictedCallAllowed();
+
+    // A restricted method without side effects: access is checked against this class's module.
+    private static boolean restrictedCallAllowed() {
+      try {
+        ValueLayout.ADDRESS.withTargetLayout(ValueLayout.JAVA_BYTE);
+        return true;
+      } catch (IllegalCallerException e) {
+        return false;
+      }
     }
   }
 

@@ -1,10 +1,12 @@
 package dev.caravan.examples;
 
+import static dev.caravan.examples.ChildJava.location;
 import static java.util.stream.Collectors.toSet;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.bindings.NativeLibraries;
+import dev.caravan.storage.NativeAccessDeniedException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.block.Probe;
@@ -22,13 +24,10 @@ import java.lang.module.ModuleReader;
 import java.lang.reflect.InaccessibleObjectException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
-import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -130,40 +129,111 @@ class ModuleEncapsulationTest {
   @Test
   void onTheModulePathNativeAccessIsGrantedToBothModulesByName() throws Exception {
     String both = "--enable-native-access=" + BINDINGS + "," + STORAGE;
-    Result granted = runProbe(both);
+    ChildJava.Result granted = runProbe(modulePath(both));
     assertThat(granted.exit()).as(granted.output()).isZero();
     assertThat(granted.output()).contains("blkid available: ", "statvfs /: ").doesNotContain("WARNING");
 
     // Each module makes its own restricted calls: granting the bindings alone is not enough.
-    Result bindingsOnly = runProbe("--enable-native-access=" + BINDINGS);
-    assertThat(bindingsOnly.exit()).as(bindingsOnly.output()).isNotZero();
-    assertThat(bindingsOnly.output()).contains("IllegalCallerException", "module " + STORAGE);
+    ChildJava.Result bindingsOnly = runProbe(modulePath("--enable-native-access=" + BINDINGS));
+    assertThat(bindingsOnly.exit()).as(bindingsOnly.output()).isEqualTo(NativeAccessProbe.DENIED);
+    assertThat(bindingsOnly.output())
+        .contains("blkid available: ")
+        .contains("denied statvfs: " + NativeAccessDeniedException.class.getName())
+        .contains("module " + STORAGE + " (--illegal-native-access=deny)")
+        .contains("--enable-native-access=" + BINDINGS + "," + STORAGE + " (host-storage is on the module path");
   }
 
-  private record Result(int exit, String output) {}
+  @Test
+  void aDeniedNativeAccessNamesTheFlagToAddOnTheModulePath() throws Exception {
+    ChildJava.Result denied =
+        runProbe(
+            modulePath(
+                null,
+                NativeAccessProbe.STATVFS,
+                NativeAccessProbe.MOUNT,
+                NativeAccessProbe.STATVFS,
+                NativeAccessProbe.API));
 
-  /** The probe with host-storage and the bindings on the module path and unlisted native access denied. */
-  private static Result runProbe(String nativeAccess) throws IOException, InterruptedException {
-    Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-    List<String> command =
-        new ArrayList<>(
-            List.of(
-                java.toString(),
-                "-XX:TieredStopAtLevel=1",
-                "--illegal-native-access=deny",
-                nativeAccess,
-                "--module-path",
-                STORAGE_LOCATION + File.pathSeparator + BINDINGS_LOCATION,
-                "--add-modules",
-                STORAGE,
-                "-cp",
-                location(NativeAccessProbe.class).toString(),
-                NativeAccessProbe.class.getName()));
-    Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-    process.getOutputStream().close();
-    String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertThat(process.waitFor(60, TimeUnit.SECONDS)).as(output).isTrue();
-    return new Result(process.exitValue(), output);
+    assertThat(denied.exit()).as(denied.output()).isEqualTo(NativeAccessProbe.DENIED);
+    String message =
+        NativeAccessDeniedException.class.getName()
+            + ": the JVM denies native access to module " + BINDINGS + " and " + STORAGE
+            + " (--illegal-native-access=deny): start java with --enable-native-access=" + BINDINGS + "," + STORAGE
+            + " (host-storage is on the module path; on the class path it is --enable-native-access=ALL-UNNAMED)";
+    // Every call says so, not only the first: no class was left half-initialized.
+    assertThat(denied.output().lines().limit(3))
+        .containsExactly("denied statvfs: " + message, "denied mount: " + message, "denied statvfs: " + message);
+    assertEveryEntryPointRefused(denied.output(), 3);
+  }
+
+  @Test
+  void aDeniedNativeAccessNamesTheFlagToAddOnTheClassPath() throws Exception {
+    List<String> classPath =
+        List.of(
+            "-cp",
+            String.join(
+                File.pathSeparator,
+                STORAGE_LOCATION.toString(),
+                BINDINGS_LOCATION.toString(),
+                location(NativeAccessProbe.class).toString()),
+            NativeAccessProbe.class.getName(),
+            NativeAccessProbe.STATVFS,
+            NativeAccessProbe.MOUNT,
+            NativeAccessProbe.API);
+
+    ChildJava.Result denied = runProbe(classPath);
+
+    assertThat(denied.exit()).as(denied.output()).isEqualTo(NativeAccessProbe.DENIED);
+    String message =
+        NativeAccessDeniedException.class.getName()
+            + ": the JVM denies native access to host-storage (--illegal-native-access=deny): start java with"
+            + " --enable-native-access=ALL-UNNAMED (host-storage is on the class path; on the module path it is"
+            + " --enable-native-access=" + BINDINGS + "," + STORAGE + ")";
+    assertThat(denied.output().lines().limit(2))
+        .containsExactly("denied statvfs: " + message, "denied mount: " + message);
+    assertEveryEntryPointRefused(denied.output(), 2);
+  }
+
+  /**
+   * After the first {@code skip} lines, the probe's {@link NativeAccessProbe#API} step: every entry
+   * point of the block, file, fs and mount classes that reach native code refused, none let through.
+   */
+  private static void assertEveryEntryPointRefused(String output, int skip) {
+    List<String> rest = output.lines().skip(skip).toList();
+    assertThat(rest).as(output).hasSize(1);
+    assertThat(rest.getFirst()).startsWith(NativeAccessProbe.REFUSED);
+    assertThat(Integer.parseInt(rest.getFirst().substring(NativeAccessProbe.REFUSED.length())))
+        .as("entry points refused")
+        .isGreaterThan(40);
+  }
+
+  /**
+   * The probe with host-storage and the bindings on the module path; {@code nativeAccess} (an
+   * {@code --enable-native-access} flag, or null for none) lists the modules granted it.
+   */
+  private static List<String> modulePath(String nativeAccess, String... probeArguments) {
+    List<String> arguments = new ArrayList<>();
+    if (nativeAccess != null) {
+      arguments.add(nativeAccess);
+    }
+    arguments.addAll(
+        List.of(
+            "--module-path",
+            STORAGE_LOCATION + File.pathSeparator + BINDINGS_LOCATION,
+            "--add-modules",
+            STORAGE,
+            "-cp",
+            location(NativeAccessProbe.class).toString(),
+            NativeAccessProbe.class.getName()));
+    arguments.addAll(List.of(probeArguments));
+    return arguments;
+  }
+
+  /** Runs java with {@code arguments} in a JVM that denies native access to what they do not grant it. */
+  private static ChildJava.Result runProbe(List<String> arguments) throws IOException, InterruptedException {
+    List<String> command = new ArrayList<>(List.of("--illegal-native-access=deny"));
+    command.addAll(arguments);
+    return ChildJava.run(command);
   }
 
   private static Module module(String name) {
@@ -195,13 +265,5 @@ class ModuleEncapsulationTest {
 
   private static String[] packagesOf(Class<?>... classes) {
     return Stream.of(classes).map(Class::getPackageName).toArray(String[]::new);
-  }
-
-  private static Path location(Class<?> c) {
-    try {
-      return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI());
-    } catch (URISyntaxException e) {
-      throw new IllegalStateException("the location of " + c, e);
-    }
   }
 }

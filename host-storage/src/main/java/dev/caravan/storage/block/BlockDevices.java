@@ -5,6 +5,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -17,6 +18,7 @@ public final class BlockDevices {
 
   /** The device's size in bytes ({@code BLKGETSIZE64}). */
   public static long size(Path device) {
+    NativeAccess.require();
     try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
       return Libc.ioctlReadLong(fd, Ioctl.BLKGETSIZE64);
     }
@@ -28,6 +30,7 @@ public final class BlockDevices {
    * @throws StorageException when {@code device} is not a block device
    */
   public static String majorMinor(Path device) {
+    NativeAccess.require();
     Stat stat = Libc.stat(device);
     if (!stat.isBlockDevice()) {
       throw new StorageException(device + " is not a block device");
@@ -41,6 +44,7 @@ public final class BlockDevices {
    * depend on udev symlinks.
    */
   public static Path byMajorMinor(String majorMinor) {
+    NativeAccess.require();
     Path uevent = Path.of("/sys/dev/block", majorMinor, "uevent");
     try {
       return Files.readAllLines(uevent, StandardCharsets.UTF_8).stream()

@@ -7,6 +7,7 @@ import dev.caravan.storage.internal.sys.Claims;
 import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import dev.caravan.storage.internal.sys.Sysfs;
 import dev.caravan.storage.mount.MountEntry;
@@ -74,6 +75,7 @@ public record DeviceUse(Path device, List<String> users) {
    * @throws StorageException when {@code devNode} exists and is not a block device
    */
   public static DeviceUse of(Path devNode) {
+    NativeAccess.require();
     Stat stat;
     try {
       stat = Libc.stat(devNode);
@@ -125,6 +127,7 @@ public record DeviceUse(Path device, List<String> users) {
    */
   public static List<String> mountsAndBinds(
       String name, String majorMinor, List<MountEntry> table, Function<Path, Optional<String>> nodeAt) {
+    NativeAccess.require();
     List<String> users = new ArrayList<>();
     String nodePath = "/" + name;
     for (MountEntry m : table) {
@@ -140,6 +143,7 @@ public record DeviceUse(Path device, List<String> users) {
 
   /** The device node at {@code path} as {@code major:minor}; empty when there is none. */
   public static Optional<String> nodeAt(Path path) {
+    NativeAccess.require();
     try {
       Stat s = Libc.stat(path);
       return s.isBlockDevice() ? Optional.of(s.rdevMajorMinor()) : Optional.empty();

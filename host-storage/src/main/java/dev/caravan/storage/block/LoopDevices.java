@@ -8,6 +8,7 @@ import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.internal.sys.LoopIoctls;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -45,6 +46,7 @@ public final class LoopDevices {
    * @throws StorageException if the file is already attached with the other read-only setting
    */
   public static LoopDevice attach(Path file, boolean readOnly) {
+    NativeAccess.require();
     Path backing = realPath(file);
     synchronized (ATTACH_LOCK) {
       Optional<LoopDevice> existing = find(backing);
@@ -81,6 +83,7 @@ public final class LoopDevices {
 
   /** The loop device backing {@code file}, matched by device and inode, not by name. */
   public static Optional<LoopDevice> find(Path file) {
+    NativeAccess.require();
     Stat wanted = Libc.stat(file);
     return bound().stream()
         .filter(b -> b.status().backingDev() == wanted.dev())
@@ -96,6 +99,7 @@ public final class LoopDevices {
    * file} does not exist. Use it when the device is known (recorded when it was attached).
    */
   public static boolean backs(Path device, Path file) {
+    NativeAccess.require();
     if (!isLoopNode(device)) {
       return false;
     }
@@ -128,6 +132,7 @@ public final class LoopDevices {
    * close, as for {@link #detach(LoopDevice)}).
    */
   public static boolean detachIfBacking(Path device, Path file) {
+    NativeAccess.require();
     for (int attempt = 1; ; attempt++) {
       if (!backs(device, file)) {
         return false;
@@ -174,11 +179,13 @@ public final class LoopDevices {
 
   /** Every loop device that is bound to a file, by number. */
   public static List<LoopDevice> list() {
+    NativeAccess.require();
     return bound().stream().map(Bound::device).toList();
   }
 
   /** Makes the device see its backing file's new size ({@code LOOP_SET_CAPACITY}). */
   public static void refreshCapacity(LoopDevice device) {
+    NativeAccess.require();
     try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
       Libc.ioctl(loop, Ioctl.LOOP_SET_CAPACITY, 0);
     }
@@ -192,6 +199,7 @@ public final class LoopDevices {
    * loop device and a capacity change the kernel announces to udev even when nothing changed.
    */
   public static void refreshCapacity(Path device, Path file) {
+    NativeAccess.require();
     long fileBytes = Libc.stat(file).size() & ~511L;
     try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
       if (Libc.ioctlReadLong(loop, Ioctl.BLKGETSIZE64) != fileBytes) {
@@ -211,6 +219,7 @@ public final class LoopDevices {
    * @throws DeviceInUseException when the device is in use, nothing detached
    */
   public static void detach(LoopDevice device) {
+    NativeAccess.require();
     for (int attempt = 1; ; attempt++) {
       Optional<String> backing = backingFile(device.number());
       if (backing.isEmpty()

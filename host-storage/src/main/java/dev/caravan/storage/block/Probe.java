@@ -6,6 +6,7 @@ import dev.caravan.storage.internal.blkid.BlkidProbe;
 import dev.caravan.storage.internal.sys.Claims;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
@@ -24,6 +25,7 @@ public final class Probe {
    * @throws dev.caravan.storage.UnreadableDeviceException when its first or last MiB cannot be read
    */
   public static Signature probe(Path device) {
+    NativeAccess.require();
     Libc.stat(device); // a missing or inaccessible device fails here, with its errno
     try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY())) {
       ProbeRegion.requireReadable(fd, device);
@@ -42,6 +44,7 @@ public final class Probe {
    * @throws StorageException when {@code device} is not a block device
    */
   public static Signature probeExclusive(Path device) {
+    NativeAccess.require();
     return Claims.whileClaiming(
         () -> {
           try (Fd fd = Libc.open(device, LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL())) {

@@ -2,6 +2,7 @@ package dev.caravan.storage.file;
 
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import java.nio.file.Path;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -20,6 +21,7 @@ public final class AtomicFiles {
    * after a crash the file holds one or the other.
    */
   public static void write(Path file, byte[] content) {
+    NativeAccess.require();
     writeAndRename(file, content, true);
     Durability.syncDirectoryOf(file);
   }
@@ -38,6 +40,7 @@ public final class AtomicFiles {
    * #write}.
    */
   public static void replace(Path file, byte[] content) {
+    NativeAccess.require();
     writeAndRename(file, content, false);
   }
 

@@ -7,6 +7,7 @@ import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.FileCopy;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import java.nio.file.Path;
 import java.util.Set;
 
@@ -32,6 +33,7 @@ public final class SparseFiles {
 
   /** Creates {@code file}, which must not exist, with {@code sizeBytes} and no blocks allocated. */
   public static void create(Path file, long sizeBytes) {
+    NativeAccess.require();
     Fd fd = createNew(file, MODE);
     try (fd) {
       Libc.ftruncate(fd, sizeBytes);
@@ -48,6 +50,7 @@ public final class SparseFiles {
    * @throws IllegalArgumentException if that would shrink the file
    */
   public static void grow(Path file, long newSizeBytes) {
+    NativeAccess.require();
     try (Fd fd = Libc.open(file, LinuxUapi.O_WRONLY())) {
       long size = Libc.fstat(fd).size();
       if (newSizeBytes < size) {
@@ -67,6 +70,7 @@ public final class SparseFiles {
    * source's data ranges (SEEK_DATA/SEEK_HOLE) with copy_file_range.
    */
   public static CopyMethod cloneFile(Path source, Path target) {
+    NativeAccess.require();
     CopyMethod method;
     try (Fd in = Libc.open(source, LinuxUapi.O_RDONLY())) {
       Fd out = createNew(target, Libc.fstat(in).mode() & 07777);
@@ -83,6 +87,7 @@ public final class SparseFiles {
 
   /** Bytes the file really occupies on disk: less than its size when it has holes. */
   public static long allocatedBytes(Path file) {
+    NativeAccess.require();
     return Libc.stat(file).allocatedBytes();
   }
 

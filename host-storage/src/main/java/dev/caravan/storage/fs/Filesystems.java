@@ -12,6 +12,7 @@ import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Statvfs;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
@@ -72,6 +73,7 @@ public final class Filesystems {
    * @throws StorageException when {@code device} is not a block device
    */
   public static FormatOutcome formatIfEmpty(Path device, FsType type, List<String> mkfsOptions) {
+    NativeAccess.require();
     return Formatting.formatIfEmpty(device, type, mkfsOptions, () -> {});
   }
 
@@ -80,6 +82,7 @@ public final class Filesystems {
    * device (grow the device first, e.g. {@code LoopDevices.refreshCapacity}).
    */
   public static void grow(Path mountPoint) {
+    NativeAccess.require();
     MountEntry mount = mountAt(mountPoint);
     FsType type =
         FsType.parse(mount.fsType())
@@ -102,6 +105,7 @@ public final class Filesystems {
    * mounted anywhere is refused, since checking a live filesystem would corrupt it.
    */
   public static void growUnmounted(Path device, FsType type) {
+    NativeAccess.require();
     if (type != FsType.EXT4) {
       throw new StorageException(type.id() + " grows only while mounted: " + device);
     }
@@ -127,6 +131,7 @@ public final class Filesystems {
    * with {@link BlockDevices#size(Path)} to see whether a grow has anything to do.
    */
   public static long size(Path device, FsType type) {
+    NativeAccess.require();
     return switch (type) {
       case EXT4 -> Superblocks.ext4Size(device);
       case XFS -> Superblocks.xfsSize(device);
@@ -135,6 +140,7 @@ public final class Filesystems {
 
   /** Space and inodes of the filesystem holding {@code path} ({@code statvfs}). */
   public static FsStats stats(Path path) {
+    NativeAccess.require();
     Statvfs s = Libc.statvfs(path);
     long unit = s.fragmentSize();
     return new FsStats(
@@ -152,6 +158,7 @@ public final class Filesystems {
    * which would freeze whatever filesystem contains it, possibly the root.
    */
   public static Frozen freeze(Path mountPoint) {
+    NativeAccess.require();
     MountEntry mount = mountAt(mountPoint);
     Fd fd = Libc.open(mount.mountPoint(), LinuxUapi.O_RDONLY() | LinuxUapi.O_DIRECTORY());
     try {
@@ -165,6 +172,7 @@ public final class Filesystems {
 
   /** Runs {@code action} with the filesystem frozen; it is thawed however the action ends. */
   public static <T> T whileFrozen(Path mountPoint, Supplier<T> action) {
+    NativeAccess.require();
     try (Frozen frozen = freeze(mountPoint)) {
       return action.get();
     }
@@ -176,6 +184,7 @@ public final class Filesystems {
    * frozen. Refuses a path that is not a mount point, as {@link #freeze} does.
    */
   public static boolean thaw(Path mountPoint) {
+    NativeAccess.require();
     MountEntry mount = mountAt(mountPoint);
     try (Fd fd = Libc.open(mount.mountPoint(), LinuxUapi.O_RDONLY() | LinuxUapi.O_DIRECTORY())) {
       Libc.ioctl(fd, Ioctl.FITHAW, 0);

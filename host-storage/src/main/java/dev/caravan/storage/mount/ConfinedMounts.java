@@ -10,6 +10,7 @@ import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.internal.sys.MountApi;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import dev.caravan.storage.internal.sys.Statx;
 import java.nio.file.Path;
@@ -63,6 +64,7 @@ public final class ConfinedMounts {
 
   /** The way this kernel allows: {@link Mode#DESCRIPTORS} from Linux 5.12 on. */
   public static Mode mode() {
+    NativeAccess.require();
     Mode f = forced;
     return f != null ? f : Detected.MODE;
   }
@@ -84,6 +86,7 @@ public final class ConfinedMounts {
 
   /** Creates {@code dir} and its missing parents below {@code root}; true when {@code dir} was created. */
   public static boolean makeDirectories(Path root, Path dir) {
+    NativeAccess.require();
     Path relative = relative(root, dir);
     try (Fd r = Beneath.openDirectory(root); Walked walked = walkCreating(r, relative, dir, root)) {
       return walked.made();
@@ -95,6 +98,7 @@ public final class ConfinedMounts {
    * true when it was created, false when something is there already.
    */
   public static boolean createFile(Path root, Path file) {
+    NativeAccess.require();
     Path relative = relative(root, file);
     try (Fd r = Beneath.openDirectory(root); Fd parent = parent(r, relative, file, root, true)) {
       try {
@@ -114,6 +118,7 @@ public final class ConfinedMounts {
    * returns false (and leaves it) when it is anything else, a non-empty directory included, or gone.
    */
   public static boolean removeIfEmpty(Path root, Path path) {
+    NativeAccess.require();
     Path relative = relative(root, path);
     try (Fd r = Beneath.openDirectory(root); Fd parent = parent(r, relative, path, root, false)) {
       String name = relative.getFileName().toString();
@@ -142,6 +147,7 @@ public final class ConfinedMounts {
    * {@link MountConflictException}.
    */
   public static int bind(Path sourceRoot, Path source, Path targetRoot, Path target, boolean readOnly) {
+    NativeAccess.require();
     try (Fd sr = Beneath.openDirectory(sourceRoot); Fd s = resolve(sr, sourceRoot, source, false)) {
       return bind(s, source, targetRoot, target, readOnly);
     }
@@ -149,6 +155,7 @@ public final class ConfinedMounts {
 
   /** {@link #bind} of a device node (a path outside any root: the backend named it) onto a file target. */
   public static int bindDevice(Path device, Path targetRoot, Path target, boolean readOnly) {
+    NativeAccess.require();
     try (Fd s = Libc.open(device, LinuxUapi.O_PATH())) {
       return bind(s, device, targetRoot, target, readOnly);
     }
@@ -194,6 +201,7 @@ public final class ConfinedMounts {
    * Already mounted there (the same device, its whole filesystem, read-only matching) is success.
    */
   public static int mount(Path device, Path root, Path target, String fsType, Set<MountFlag> flags, String data) {
+    NativeAccess.require();
     boolean readOnly = flags.contains(MountFlag.READ_ONLY);
     try (Mounts.Held held = Mounts.lock(target);
         Fd r = Beneath.openDirectory(root);
@@ -225,6 +233,7 @@ public final class ConfinedMounts {
    * mounted there or the path does not exist.
    */
   public static OptionalInt mountId(Path root, Path path) {
+    NativeAccess.require();
     try (Fd r = Beneath.openDirectory(root); Fd p = resolve(r, root, path, false)) {
       Statx at = Statx.of(p);
       return at.mountRoot() ? OptionalInt.of(at.mountId()) : OptionalInt.empty();
@@ -246,6 +255,7 @@ public final class ConfinedMounts {
    * Mounts#unmount} does.
    */
   public static boolean unmount(Path root, Path target, OptionalInt expected) {
+    NativeAccess.require();
     Path relative = relative(root, target);
     String name = relative.getFileName().toString();
     try (Mounts.Held held = Mounts.lock(target);

@@ -4,26 +4,28 @@ import dev.caravan.bindings.linux.LinuxUapi;
 import java.util.Optional;
 import java.util.Set;
 
-/** The per-mount flags of mount(2), named after their mount(8) options. */
+/**
+ * The per-mount flags of mount(2), named after their mount(8) options. A flag's bit is read from the
+ * bindings only when a mount is made: naming a flag touches no native code, so a JVM that denies
+ * native access fails at the mount call, with a message naming the flag to add.
+ */
 public enum MountFlag {
-  READ_ONLY("ro", LinuxUapi.MS_RDONLY()),
-  NO_SUID("nosuid", LinuxUapi.MS_NOSUID()),
-  NO_DEV("nodev", LinuxUapi.MS_NODEV()),
-  NO_EXEC("noexec", LinuxUapi.MS_NOEXEC()),
-  NO_ATIME("noatime", LinuxUapi.MS_NOATIME()),
-  NO_DIRATIME("nodiratime", LinuxUapi.MS_NODIRATIME()),
-  RELATIME("relatime", LinuxUapi.MS_RELATIME()),
-  STRICTATIME("strictatime", LinuxUapi.MS_STRICTATIME()),
-  SYNCHRONOUS("sync", LinuxUapi.MS_SYNCHRONOUS()),
-  DIRSYNC("dirsync", LinuxUapi.MS_DIRSYNC()),
-  LAZYTIME("lazytime", LinuxUapi.MS_LAZYTIME());
+  READ_ONLY("ro"),
+  NO_SUID("nosuid"),
+  NO_DEV("nodev"),
+  NO_EXEC("noexec"),
+  NO_ATIME("noatime"),
+  NO_DIRATIME("nodiratime"),
+  RELATIME("relatime"),
+  STRICTATIME("strictatime"),
+  SYNCHRONOUS("sync"),
+  DIRSYNC("dirsync"),
+  LAZYTIME("lazytime");
 
   private final String option;
-  private final long bit;
 
-  MountFlag(String option, long bit) {
+  MountFlag(String option) {
     this.option = option;
-    this.bit = bit;
   }
 
   /** The mount(8) option, as it appears in the mount table: {@code "ro"}, {@code "nosuid"}. */
@@ -43,8 +45,24 @@ public enum MountFlag {
   static long bits(Set<MountFlag> flags) {
     long bits = 0;
     for (MountFlag flag : flags) {
-      bits |= flag.bit;
+      bits |= flag.bit();
     }
     return bits;
+  }
+
+  private long bit() {
+    return switch (this) {
+      case READ_ONLY -> LinuxUapi.MS_RDONLY();
+      case NO_SUID -> LinuxUapi.MS_NOSUID();
+      case NO_DEV -> LinuxUapi.MS_NODEV();
+      case NO_EXEC -> LinuxUapi.MS_NOEXEC();
+      case NO_ATIME -> LinuxUapi.MS_NOATIME();
+      case NO_DIRATIME -> LinuxUapi.MS_NODIRATIME();
+      case RELATIME -> LinuxUapi.MS_RELATIME();
+      case STRICTATIME -> LinuxUapi.MS_STRICTATIME();
+      case SYNCHRONOUS -> LinuxUapi.MS_SYNCHRONOUS();
+      case DIRSYNC -> LinuxUapi.MS_DIRSYNC();
+      case LAZYTIME -> LinuxUapi.MS_LAZYTIME();
+    };
   }
 }

@@ -1,6 +1,7 @@
 package dev.caravan.storage.mount;
 
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Statx;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -59,6 +60,7 @@ public final class MountTable {
    * whatever it points at, so that no caller acts on another mount through a link.
    */
   public static Optional<MountEntry> at(Path mountPoint) {
+    NativeAccess.require();
     if (Statx.supported()) {
       Optional<Statx> here = Statx.of(mountPoint).filter(s -> s.mountRoot() && !s.symlink());
       if (here.isEmpty()) {
@@ -117,6 +119,7 @@ public final class MountTable {
 
   /** Whether something is mounted at exactly {@code path}, resolved as {@link #at} does. */
   public static boolean isMountPoint(Path path) {
+    NativeAccess.require();
     if (Statx.supported()) {
       return Statx.of(path).filter(s -> s.mountRoot() && !s.symlink()).isPresent();
     }

@@ -6,6 +6,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Libc;
+import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,6 +50,7 @@ public final class Mounts {
    */
   public static void mount(
       Path device, Path target, String fsType, Set<MountFlag> flags, String data) {
+    NativeAccess.require();
     boolean readOnly = flags.contains(MountFlag.READ_ONLY);
     try (Held held = lock(target)) {
       refuseSymlink(target);
@@ -72,6 +74,7 @@ public final class Mounts {
    * itself; if that remount fails the bind is undone rather than left writable.
    */
   public static void bind(Path source, Path target, boolean readOnly) {
+    NativeAccess.require();
     try (Held held = lock(target)) {
       refuseSymlink(target);
       Optional<MountEntry> existing = MountTable.at(target);
@@ -112,6 +115,7 @@ public final class Mounts {
    * mkfs.
    */
   public static boolean unmount(Path target) {
+    NativeAccess.require();
     try (Held held = lock(target)) {
       // umount2 resolves the path as isMountPoint did (parents followed, the last component not)
       if (!MountTable.isMountPoint(target)) {

@@ -43,10 +43,10 @@ final class IndependentCopy {
               && (sent.errno() == ZfsErrors.EPIPE || sent.errno() == ZfsErrors.EINTR);
       if (!sent.ok() && !sendBrokenByReceiver) {
         // the sender failed first; the receiver only saw a stream that ended early
-        sent.orThrow(
-            "send", source, received.ok() ? null : "so receive into " + target + " failed too");
+        ZfsFailures.orThrow(
+            sent, "send", source, received.ok() ? null : "so receive into " + target + " failed too");
       }
-      received.orThrow("receive", target);
+      ZfsFailures.orThrow(received, "receive", target);
     }
   }
 

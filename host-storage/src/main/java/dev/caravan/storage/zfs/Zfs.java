@@ -135,7 +135,7 @@ public final class Zfs implements AutoCloseable {
       return Optional.empty();
     }
     if (reply.errno() == ZfsErrors.EPERM || reply.errno() == ZfsErrors.EACCES) {
-      ZfsIoctls.orThrow(reply, "pool stats", pool);
+      ZfsFailures.orThrow(reply, "pool stats", pool);
     }
     return Optional.of(new PoolConfig(Pools.status(pool, reply), reply.reply()));
   }
@@ -182,7 +182,7 @@ public final class Zfs implements AutoCloseable {
     if (reply.errno() == ZfsErrors.ENOENT) {
       return Optional.empty();
     }
-    ZfsIoctls.orThrow(reply, "get properties of", dataset);
+    ZfsFailures.orThrow(reply, "get properties of", dataset);
     return Optional.of(DatasetProperties.from(dataset, reply.stats(), reply.reply()));
   }
 
@@ -192,7 +192,10 @@ public final class Zfs implements AutoCloseable {
    */
   public List<String> children(String dataset) {
     DatasetNames.requireDataset(dataset);
-    List<String> names = new ArrayList<>(ioctls().childNames(dataset));
+    List<String> names = new ArrayList<>(
+            ZfsFailures.entries(ioctls().children(dataset), "list children", dataset).stream()
+                .map(ZfsIoctls.Reply::name)
+                .toList());
     if (names.isEmpty()) {
       requireExists(dataset, "list children of");
     }
@@ -206,7 +209,8 @@ public final class Zfs implements AutoCloseable {
    */
   public List<String> snapshots(String dataset) {
     DatasetNames.requireDataset(dataset);
-    List<ZfsIoctls.Reply> snapshots = new ArrayList<>(ioctls().snapshots(dataset));
+    List<ZfsIoctls.Reply> snapshots =
+        new ArrayList<>(ZfsFailures.entries(ioctls().snapshots(dataset), "list snapshots", dataset));
     if (snapshots.isEmpty()) {
       requireExists(dataset, "list snapshots of");
     }
@@ -246,8 +250,8 @@ public final class Zfs implements AutoCloseable {
       }
       properties.add(marker.property(), marker.value());
       spec.userProperties().forEach(properties::add);
-      Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties)
-          .orThrow("create", spec.name());
+      ZfsFailures.orThrow(
+          Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties), "create", spec.name());
     }
   }
 
@@ -346,7 +350,8 @@ public final class Zfs implements AutoCloseable {
     if (result.errno() == ZfsErrors.ENOENT) {
       return false;
     }
-    result.orThrow(
+    ZfsFailures.orThrow(
+        result,
         "destroy",
         dataset,
         result.errno() == ZfsErrors.EBUSY
@@ -457,7 +462,7 @@ public final class Zfs implements AutoCloseable {
     try (NvList properties = NvList.create()) {
       properties.add(marker.property(), marker.value());
       extra.forEach(properties::add);
-      Lzc.snapshot(List.of(snapshot), properties).orThrow("snapshot", snapshot);
+      ZfsFailures.orThrow(Lzc.snapshot(List.of(snapshot), properties), "snapshot", snapshot);
     }
     return snapshot;
   }
@@ -482,7 +487,8 @@ public final class Zfs implements AutoCloseable {
           "refusing to destroy " + snapshot + ": " + found.get().clones() + " clone(s) depend on it");
     }
     Lzc.Result result = retryWhileBusy(() -> Lzc.destroySnapshots(List.of(snapshot)));
-    result.orThrow(
+    ZfsFailures.orThrow(
+        result,
         "destroy",
         snapshot,
         result.errno() == ZfsErrors.EBUSY ? "it is held or being sent" : null);
@@ -590,7 +596,8 @@ public final class Zfs implements AutoCloseable {
     try {
       List<String> received = snapshots(name);
       if (!received.isEmpty()) {
-        retryWhileBusy(() -> Lzc.destroySnapshots(received)).orThrow("destroy", received.getFirst());
+        ZfsFailures.orThrow(
+            retryWhileBusy(() -> Lzc.destroySnapshots(received)), "destroy", received.getFirst());
       }
       if (!target.sparse()) {
         long reservation =
@@ -661,11 +668,13 @@ public final class Zfs implements AutoCloseable {
    */
   private void removeUnfinished(String name, RuntimeException cause) {
     try {
-      List<String> snapshots = ioctls().snapshots(name).stream().map(ZfsIoctls.Reply::name).toList();
+      List<String> snapshots = ZfsFailures.entries(ioctls().snapshots(name), "list snapshots", name).stream()
+              .map(ZfsIoctls.Reply::name)
+              .toList();
       if (!snapshots.isEmpty()) {
         Lzc.destroySnapshots(snapshots);
       }
-      retryWhileBusy(() -> Lzc.destroy(name)).orThrow("destroy", name);
+      ZfsFailures.orThrow(retryWhileBusy(() -> Lzc.destroy(name)), "destroy", name);
     } catch (RuntimeException undo) {
       cause.addSuppressed(undo);
     }
@@ -725,7 +734,7 @@ public final class Zfs implements AutoCloseable {
       try (NvList properties = NvList.create().add("canmount", CANMOUNT_OFF)) {
         Lzc.Result result = Lzc.create(parent, ZfsCore.LZC_DATSET_TYPE_ZFS(), properties);
         if (result.errno() != ZfsErrors.EEXIST) { // another caller won the race: fine
-          result.orThrow("create parent", parent);
+          ZfsFailures.orThrow(result, "create parent", parent);
         }
       }
     }
@@ -747,7 +756,7 @@ public final class Zfs implements AutoCloseable {
   }
 
   private void setProperties(String dataset, NvList properties) {
-    ZfsIoctls.orThrow(ioctls().setProperties(dataset, properties), "set properties of", dataset);
+    ZfsFailures.orThrow(ioctls().setProperties(dataset, properties), "set properties of", dataset);
   }
 
   private static Lzc.Result retryWhileBusy(Supplier<Lzc.Result> call) {

@@ -44,14 +44,7 @@ public class ZfsException extends StorageException {
 
   /** Converts libzfs_core's error nvlist (name to int32 errno) to names, in order. */
   public static Map<String, String> itemErrors(Map<String, Object> errorList) {
-    Map<String, String> items = new LinkedHashMap<>();
-    errorList.forEach(
-        (name, value) -> {
-          if (value instanceof Long code) {
-            items.put(name, ZfsErrors.name(code.intValue()));
-          }
-        });
-    return items;
+    return ZfsErrors.itemNames(errorList);
   }
 
   /** What was being done: {@code "create"}, {@code "destroy"}, {@code "objset stats"}... */

@@ -6,10 +6,7 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.storage.StorageException;
-import dev.caravan.storage.internal.zfs.Lzc;
-import dev.caravan.storage.internal.zfs.ZfsIoctls;
 import dev.caravan.storage.testing.Floors;
-import dev.caravan.storage.zfs.ZfsException;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,12 +32,7 @@ class LayersArchTest {
 
   @Test
   void storageFormsNoCycle() {
-    Floors.noPackageCycle()
-        // The one arrow up: internal.zfs raises the public ZfsException when a libzfs_core call
-        // or a /dev/zfs ioctl fails (Lzc.Result#orThrow, ZfsIoctls#orThrow). Turning that around
-        // means the zfs facade raises it from their results instead (docs/layers.md).
-        .ignoreDependency(belongToAnyOf(Lzc.class, ZfsIoctls.class), belongToAnyOf(ZfsException.class))
-        .check(STORAGE);
+    Floors.noPackageCycle().check(STORAGE);
   }
 
   @Test

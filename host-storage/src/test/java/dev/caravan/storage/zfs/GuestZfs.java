@@ -76,11 +76,15 @@ final class GuestZfs {
   private static synchronized void createRoots() {
     if (!rootsCreated) {
       try (NvList noDevices = NvList.create().add("volmode", 3)) { // ZFS_VOLMODE_NONE
-        Lzc.create(POOL + "/zt-" + RUN, ZfsCore.LZC_DATSET_TYPE_ZFS(), noDevices)
-            .orThrow("create", POOL + "/zt-" + RUN);
+        ZfsFailures.orThrow(
+            Lzc.create(POOL + "/zt-" + RUN, ZfsCore.LZC_DATSET_TYPE_ZFS(), noDevices),
+            "create",
+            POOL + "/zt-" + RUN);
       }
-      Lzc.create(POOL + "/zt-" + RUN + "-dev", ZfsCore.LZC_DATSET_TYPE_ZFS(), null)
-          .orThrow("create", POOL + "/zt-" + RUN + "-dev");
+      ZfsFailures.orThrow(
+          Lzc.create(POOL + "/zt-" + RUN + "-dev", ZfsCore.LZC_DATSET_TYPE_ZFS(), null),
+          "create",
+          POOL + "/zt-" + RUN + "-dev");
       rootsCreated = true;
     }
   }
@@ -93,17 +97,17 @@ final class GuestZfs {
   static void foreignVolume(String name, long size) {
     String parent = DatasetNames.parent(name);
     if (!Lzc.exists(parent)) {
-      Lzc.create(parent, ZfsCore.LZC_DATSET_TYPE_ZFS(), null).orThrow("create", parent);
+      ZfsFailures.orThrow(Lzc.create(parent, ZfsCore.LZC_DATSET_TYPE_ZFS(), null), "create", parent);
     }
     try (NvList properties = NvList.create().add("volsize", size)) {
-      Lzc.create(name, ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties).orThrow("create", name);
+      ZfsFailures.orThrow(Lzc.create(name, ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties), "create", name);
     }
   }
 
   /** A filesystem with the given properties. */
   static void filesystem(String name, Map<String, ?> properties) {
     try (NvList list = NvList.of(properties)) {
-      Lzc.create(name, ZfsCore.LZC_DATSET_TYPE_ZFS(), list).orThrow("create", name);
+      ZfsFailures.orThrow(Lzc.create(name, ZfsCore.LZC_DATSET_TYPE_ZFS(), list), "create", name);
     }
   }
 
@@ -111,13 +115,13 @@ final class GuestZfs {
   static void setProperty(String dataset, String property, Object value) {
     try (ZfsIoctls ioctls = ZfsIoctls.open();
         NvList list = NvList.of(Map.of(property, value))) {
-      ZfsIoctls.orThrow(ioctls.setProperties(dataset, list), "set", dataset);
+      ZfsFailures.orThrow(ioctls.setProperties(dataset, list), "set", dataset);
     }
   }
 
   /** {@code zfs snapshot} without properties. */
   static void plainSnapshot(String snapshot) {
-    Lzc.snapshot(List.of(snapshot), null).orThrow("snapshot", snapshot);
+    ZfsFailures.orThrow(Lzc.snapshot(List.of(snapshot), null), "snapshot", snapshot);
   }
 
   /** {@code zfs clone}: a dependent clone of {@code snapshot}. */

@@ -29,8 +29,8 @@ import java.util.function.ToDoubleFunction;
 /**
  * {@link Metrics} on a Prometheus registry of its own (never the global default one): RPC,
  * node-operation and backend-operation counters and latency histograms, plus gauges read at scrape
- * time from the node journal, the usage collector and the backend's pools, plus JVM and process
- * metrics. Exposed in the Prometheus text format by {@link #write}.
+ * time from the node journal, the usage collector, the backend's pools and the staged volumes'
+ * multipath maps, plus JVM and process metrics. Exposed in the Prometheus text format by {@link #write}.
  */
 public final class PrometheusMetrics implements Metrics {
   private static final double[] RPC_BUCKETS = {
@@ -102,7 +102,7 @@ public final class PrometheusMetrics implements Metrics {
     return registry;
   }
 
-  /** Registers the scrape-time gauges: node state, per-volume usage, pools, build info. */
+  /** Registers the scrape-time gauges: node state, per-volume usage, pools, multipath paths, build info. */
   public void bind(String driver, NodeJournal journal, UsageCollector usage, Backend backend, Clock clock) {
     Info.builder().name("caravan_build").help("Caravan version and driver.").labelNames("version", "driver")
         .register(registry).setLabelValues(BuildInfo.version(), driver);
@@ -148,6 +148,7 @@ public final class PrometheusMetrics implements Metrics {
     poolGauge(backend, "caravan_pool_allocated_bytes", "Bytes promised to volumes.", PoolReport::allocatedBytes);
     poolGauge(backend, "caravan_pool_free_bytes", "Free bytes in the pool.", PoolReport::freeBytes);
     poolGauge(backend, "caravan_pool_volumes", "Volumes in the pool.", PoolReport::volumes);
+    MultipathPathsGauge.register(registry, journal);
   }
 
   /** A per-volume gauge; volumes without a figure yet (negative) are left out rather than shown as 0. */

@@ -3,7 +3,6 @@ package dev.caravan.storage.internal.zfs;
 import static dev.caravan.bindings.zfs.ZfsCore.C_POINTER;
 
 import dev.caravan.bindings.zfs.ZfsCore;
-import dev.caravan.storage.zfs.ZfsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
@@ -25,21 +24,13 @@ public final class Lzc {
           | ZfsCore.LZC_SEND_FLAG_EMBED_DATA()
           | ZfsCore.LZC_SEND_FLAG_COMPRESS();
 
-  /** An error number and, when the call returned an error list, its items. */
+  /**
+   * An error number and, when the call returned an error list, its items (item to error name).
+   * What a failure means is the caller's to say: the {@code zfs} package raises its exception.
+   */
   public record Result(int errno, Map<String, String> itemErrors) {
     public boolean ok() {
       return errno == 0;
-    }
-
-    /** Throws {@link ZfsException} unless the call succeeded. */
-    public void orThrow(String operation, String dataset) {
-      orThrow(operation, dataset, null);
-    }
-
-    public void orThrow(String operation, String dataset, String hint) {
-      if (errno != 0) {
-        throw new ZfsException(operation, dataset, errno, itemErrors, hint);
-      }
     }
   }
 
@@ -140,7 +131,7 @@ public final class Lzc {
       return Map.of();
     }
     try {
-      return ZfsException.itemErrors(NvList.read(list));
+      return ZfsErrors.itemNames(NvList.read(list));
     } finally {
       ZfsCore.nvlist_free(list);
     }

@@ -1,6 +1,8 @@
 package dev.caravan.storage.internal.zfs;
 
 import dev.caravan.storage.internal.sys.Errno;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * Names and short explanations for the error numbers ZFS returns: the Linux errnos (with the
@@ -67,6 +69,18 @@ public final class ZfsErrors {
   private ZfsErrors() {}
 
   /** {@code "EBUSY"}, {@code "ZFS_ERR_STREAM_TRUNCATED"}, or {@code "errno 4242"}. */
+  /** Converts libzfs_core's error nvlist (name to int32 errno) to names, in order. */
+  public static Map<String, String> itemNames(Map<String, Object> errorList) {
+    Map<String, String> items = new LinkedHashMap<>();
+    errorList.forEach(
+        (name, value) -> {
+          if (value instanceof Long code) {
+            items.put(name, name(code.intValue()));
+          }
+        });
+    return items;
+  }
+
   public static String name(int errno) {
     int zfs = errno - ZFS_ERR_FIRST;
     if (zfs >= 0 && zfs < ZFS_NAMES.length) {

@@ -6,13 +6,13 @@ import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
 import dev.caravan.storage.internal.sys.KernelBuffers;
 import dev.caravan.storage.internal.sys.Libc;
-import dev.caravan.storage.zfs.ZfsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -85,13 +85,19 @@ public final class ZfsIoctls implements AutoCloseable {
     return call(OBJSET_STATS, dataset, null, properties, zc -> zc.simple(!properties));
   }
 
-  /** The direct children of {@code dataset} (filesystems and volumes), in the kernel's order. */
-  public List<String> childNames(String dataset) {
-    return list(DATASET_LIST_NEXT, dataset).stream().map(Reply::name).toList();
+  /**
+   * What a list ioctl walk found, in the kernel's order; {@code failure} is the reply that ended
+   * the walk early, when one did (the caller raises it).
+   */
+  public record Listing(List<Reply> entries, Optional<Reply> failure) {}
+
+  /** The direct children of {@code dataset} (filesystems and volumes). */
+  public Listing children(String dataset) {
+    return list(DATASET_LIST_NEXT, dataset);
   }
 
-  /** The snapshots of {@code dataset} with their fast stats, in the kernel's order. */
-  public List<Reply> snapshots(String dataset) {
+  /** The snapshots of {@code dataset} with their fast stats. */
+  public Listing snapshots(String dataset) {
     return list(SNAPSHOT_LIST_NEXT, dataset);
   }
 
@@ -106,25 +112,18 @@ public final class ZfsIoctls implements AutoCloseable {
     }
   }
 
-  /** Throws {@link ZfsException} for a failed reply, naming {@code operation}. */
-  public static Reply orThrow(Reply reply, String operation, String dataset) {
-    if (!reply.ok()) {
-      throw new ZfsException(
-          operation, dataset, reply.errno(), ZfsException.itemErrors(reply.reply()), null);
-    }
-    return reply;
-  }
-
-  private List<Reply> list(Ioctl request, String dataset) {
+  private Listing list(Ioctl request, String dataset) {
     List<Reply> entries = new ArrayList<>();
     long cookie = 0;
     while (true) {
       long cursor = cookie;
       Reply reply = call(request, dataset, null, false, zc -> zc.simple(true).cookie(cursor));
       if (reply.errno() == ZfsErrors.ESRCH) {
-        return entries;
+        return new Listing(entries, Optional.empty());
       }
-      orThrow(reply, "list " + (request.equals(SNAPSHOT_LIST_NEXT) ? "snapshots" : "children"), dataset);
+      if (!reply.ok()) {
+        return new Listing(entries, Optional.of(reply));
+      }
       // Internal ($) and temporary (%) datasets are hidden, as the kernel itself mostly does.
       if (reply.name().indexOf('$') < 0 && reply.name().indexOf('%') < 0) {
         entries.add(reply);
