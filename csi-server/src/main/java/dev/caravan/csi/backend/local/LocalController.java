@@ -10,7 +10,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.ExpandResult;
-import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
@@ -88,6 +88,10 @@ final class LocalController implements ControllerBackend {
   /** Temporary snapshots taken to clone a volume from a volume; never listed as CSI snapshots. */
   static final String CLONE_SNAPSHOT_PREFIX = "clone-";
 
+  /** Ids name their node, so that plugins on other nodes forward calls for them. */
+  private static final IdScheme IDS = new IdScheme(LocalIds::volumeShape, LocalIds::snapshotShape,
+      LocalIds::volumeLockKey, LocalIds::snapshotLockKey, LocalIds::volumeNode, LocalIds::snapshotNode);
+
   private final Zfs zfs;
   private final LocalConfig config;
   private final String nodeId;
@@ -113,33 +117,8 @@ final class LocalController implements ControllerBackend {
   }
 
   @Override
-  public Optional<String> volumeOwner(String id) {
-    return LocalIds.volumeNode(id);
-  }
-
-  @Override
-  public Optional<String> snapshotOwner(String id) {
-    return LocalIds.snapshotNode(id);
-  }
-
-  @Override
-  public IdShape volumeId(String id) {
-    return LocalIds.volumeShape(id);
-  }
-
-  @Override
-  public IdShape snapshotId(String id) {
-    return LocalIds.snapshotShape(id);
-  }
-
-  @Override
-  public String volumeLockKey(String name) {
-    return LocalIds.volumeLockKey(name);
-  }
-
-  @Override
-  public String snapshotLockKey(String name) {
-    return LocalIds.snapshotLockKey(name);
+  public IdScheme ids() {
+    return IDS;
   }
 
   // ---- ids, ownership and scope ----------------------------------------------------------------
