@@ -40,8 +40,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
@@ -319,17 +317,9 @@ final class FileController implements ControllerBackend {
     }
     // The journal, and the kernel: a mount or a bind of the loop device's node the journal does not
     // know of (made by hand, or by a plugin whose record is gone).
-    Optional<NodeUsage.Use> use = usage.of(volumeId);
     Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
-    Optional<DeviceUse> kernel = loop.map(l -> DeviceUse.of(l.device())).filter(DeviceUse::inUse);
-    if (use.isPresent() || kernel.isPresent()) {
-      throw CsiException.failedPrecondition(
-          "volume_id " + volumeId + " is in use on node " + nodeId + ": "
-              + Stream.concat(use.map(NodeUsage.Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
-                  .collect(Collectors.joining("; "))
-              + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
-              + " NodeUnstageVolume) first");
-    }
+    usage.refuseDeleteInUse(volumeId, nodeId,
+        loop.map(l -> DeviceUse.of(l.device())).filter(DeviceUse::inUse));
     List<String> snapshots = store.snapshots().stream()
         .filter(s -> s.sourceVolumeId().equals(volumeId) && s.state() != State.DELETING)
         .map(SnapshotRecord::id)
