@@ -1,5 +1,6 @@
 package dev.caravan.benchmarks;
 
+import dev.caravan.benchmarks.harness.Ext4Writer;
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.dhv.DhvInstaller;
@@ -78,11 +79,7 @@ public class DhvBenchmark {
   // java.util.logging holds loggers weakly: keep the one whose level is changed.
   private static final Logger RPC_LOG = Logger.getLogger("dev.caravan.csi.rpc");
   private static final long MIB = 1L << 20;
-  private static final VolumeCapability CAP = VolumeCapability.newBuilder()
-      .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-      .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-          .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
-      .build();
+  private static final VolumeCapability CAP = Ext4Writer.CAPABILITY;
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
@@ -214,8 +211,8 @@ public class DhvBenchmark {
 
   /** Nomad's sequence for one allocation: stage, publish, and back; the paths in Nomad's host layout. */
   private String stagePublishUnpublishUnstage(String id) {
-    Path staging = csiRoot.resolve("staging/default/" + id + "/rw-file-system-single-node-writer");
-    Path target = csiRoot.resolve("per-alloc/alloc-1/" + id + "/rw-file-system-single-node-writer");
+    Path staging = csiRoot.resolve("staging/default/" + id + "/" + Ext4Writer.USAGE);
+    Path target = csiRoot.resolve("per-alloc/alloc-1/" + id + "/" + Ext4Writer.USAGE);
     try {
       Files.createDirectories(staging);
       Files.createDirectories(target.getParent());

@@ -1,5 +1,6 @@
 package dev.caravan.benchmarks;
 
+import dev.caravan.benchmarks.harness.Ext4Writer;
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.observe.ObserveSettings;
@@ -78,12 +79,8 @@ import org.openjdk.jmh.annotations.Warmup;
 @Fork(value = 2, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-Xss512k"})
 public class MetricsOverheadBenchmark {
   private static final long MIB = 1L << 20;
-  private static final String USAGE = "rw-file-system-single-node-writer";
-  private static final VolumeCapability CAP = VolumeCapability.newBuilder()
-      .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-      .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-          .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
-      .build();
+  private static final String USAGE = Ext4Writer.USAGE;
+  private static final VolumeCapability CAP = Ext4Writer.CAPABILITY;
   // java.util.logging holds loggers weakly: keep the one whose level is changed.
   private static final Logger RPC_LOG = Logger.getLogger("dev.caravan.csi.rpc");
 

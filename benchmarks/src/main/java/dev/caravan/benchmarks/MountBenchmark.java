@@ -6,21 +6,13 @@ import dev.caravan.storage.mount.Mounts;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * A bind mount plus its unmount: the core of every NodePublish/NodeUnpublish. Through host-storage
@@ -32,13 +24,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * target unmounted for the next one.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 3)
-@Fork(value = 2, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class MountBenchmark {
-  private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(30);
+public class MountBenchmark extends ShellOutComparison {
 
   private Path dir;
   private Path source;

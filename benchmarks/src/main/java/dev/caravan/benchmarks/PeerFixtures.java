@@ -1,13 +1,16 @@
 package dev.caravan.benchmarks;
 
+import dev.caravan.benchmarks.harness.Ext4Writer;
+import dev.caravan.csi.Plugin;
+import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.CreateVolumeRequest;
-import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -34,6 +37,41 @@ final class PeerFixtures {
     }
   }
 
+  /** A throwaway CA for the peers' mTLS: {@code ca.pem} and {@code ca.key} in {@code dir}, valid two days. */
+  static void certificateAuthority(Path dir) throws IOException, InterruptedException {
+    openssl(dir,
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        "-subj", "/CN=caravan bench CA", "-keyout", dir.resolve("ca.key").toString(), "-out",
+        dir.resolve("ca.pem").toString());
+  }
+
+  /**
+   * Node {@code id}'s directory {@code dir/id}, holding its key ({@code key.pem}) and a certificate for
+   * the name {@code id} ({@code cert.pem}) signed by {@link #certificateAuthority}'s CA in {@code dir}.
+   */
+  static Path nodeCertificate(Path dir, String id) throws IOException, InterruptedException {
+    Path d = dir.resolve(id);
+    Files.createDirectories(d);
+    openssl(dir,
+        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + id,
+        "-keyout", d.resolve("key.pem").toString(), "-out", d.resolve("req.pem").toString());
+    Files.writeString(d.resolve("ext.cnf"), "subjectAltName=DNS:" + id + "\n");
+    openssl(dir,
+        "x509", "-req", "-in", d.resolve("req.pem").toString(), "-CA", dir.resolve("ca.pem").toString(),
+        "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-days", "2", "-extfile",
+        d.resolve("ext.cnf").toString(), "-out", d.resolve("cert.pem").toString());
+    return d;
+  }
+
+  /** The end of a trial: closes the channels, stops the plugins (2 s each to drain) and deletes {@code dir}. */
+  static void stop(List<UnixChannel> channels, List<Plugin> plugins, Path dir) throws IOException {
+    channels.forEach(UnixChannel::close);
+    for (Plugin p : plugins) {
+      p.shutdown(Duration.ofSeconds(2));
+    }
+    deleteTree(dir);
+  }
+
   static void deleteTree(Path dir) throws IOException {
     try (Stream<Path> s = Files.walk(dir)) {
       for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
@@ -47,9 +85,6 @@ final class PeerFixtures {
     return CreateVolumeRequest.newBuilder()
         .setName(name)
         .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
-        .addVolumeCapabilities(VolumeCapability.newBuilder()
-            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)));
+        .addVolumeCapabilities(Ext4Writer.CAPABILITY);
   }
 }

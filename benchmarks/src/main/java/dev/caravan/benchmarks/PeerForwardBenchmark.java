@@ -85,24 +85,12 @@ public class PeerForwardBenchmark {
       owner = "n1";
       coordinator = "n1";
     } else {
-      PeerFixtures.openssl(dir,
-          "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-          "-subj", "/CN=caravan bench CA", "-keyout", dir.resolve("ca.key").toString(), "-out",
-          dir.resolve("ca.pem").toString());
+      PeerFixtures.certificateAuthority(dir);
       int[] ports = {PeerFixtures.freePort(), PeerFixtures.freePort()};
       String[] ids = {"n1", "n2"};
       for (int i = 0; i < 2; i++) {
         String id = ids[i];
-        Path d = dir.resolve(id);
-        Files.createDirectories(d);
-        PeerFixtures.openssl(dir,
-            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + id,
-            "-keyout", d.resolve("key.pem").toString(), "-out", d.resolve("req.pem").toString());
-        Files.writeString(d.resolve("ext.cnf"), "subjectAltName=DNS:" + id + "\n");
-        PeerFixtures.openssl(dir,
-            "x509", "-req", "-in", d.resolve("req.pem").toString(), "-CA", dir.resolve("ca.pem").toString(),
-            "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-days", "2", "-extfile",
-            d.resolve("ext.cnf").toString(), "-out", d.resolve("cert.pem").toString());
+        Path d = PeerFixtures.nodeCertificate(dir, id);
         String other = ids[1 - i];
         PeerSettings peers = new PeerSettings(new PeerAddress("127.0.0.1", ports[i]), d.resolve("cert.pem"),
             d.resolve("key.pem"), dir.resolve("ca.pem"),
@@ -166,10 +154,6 @@ public class PeerForwardBenchmark {
 
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
-    channels.forEach(UnixChannel::close);
-    for (Plugin p : plugins) {
-      p.shutdown(Duration.ofSeconds(2));
-    }
-    PeerFixtures.deleteTree(dir);
+    PeerFixtures.stop(channels, plugins, dir);
   }
 }

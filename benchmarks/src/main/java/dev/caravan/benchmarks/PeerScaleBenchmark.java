@@ -74,25 +74,13 @@ public class PeerScaleBenchmark {
   @Setup(Level.Trial)
   public void setUp() throws Exception {
     dir = Files.createTempDirectory("caravan-bench-scale");
-    PeerFixtures.openssl(dir,
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-        "-subj", "/CN=caravan bench CA", "-keyout", dir.resolve("ca.key").toString(), "-out",
-        dir.resolve("ca.pem").toString());
+    PeerFixtures.certificateAuthority(dir);
     Map<String, PeerAddress> all = new LinkedHashMap<>();
     for (int i = 1; i <= nodes; i++) {
       all.put("n" + i, new PeerAddress("127.0.0.1", PeerFixtures.freePort()));
     }
     for (String id : all.keySet()) {
-      Path d = dir.resolve(id);
-      Files.createDirectories(d);
-      PeerFixtures.openssl(dir,
-          "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + id,
-          "-keyout", d.resolve("key.pem").toString(), "-out", d.resolve("req.pem").toString());
-      Files.writeString(d.resolve("ext.cnf"), "subjectAltName=DNS:" + id + "\n");
-      PeerFixtures.openssl(dir,
-          "x509", "-req", "-in", d.resolve("req.pem").toString(), "-CA", dir.resolve("ca.pem").toString(),
-          "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-days", "2", "-extfile",
-          d.resolve("ext.cnf").toString(), "-out", d.resolve("cert.pem").toString());
+      Path d = PeerFixtures.nodeCertificate(dir, id);
       Map<String, PeerAddress> others = new LinkedHashMap<>(all);
       others.remove(id);
       PeerSettings peers = new PeerSettings(all.get(id), d.resolve("cert.pem"), d.resolve("key.pem"),
@@ -157,10 +145,6 @@ public class PeerScaleBenchmark {
 
   @TearDown(Level.Trial)
   public void tearDown() throws IOException {
-    channels.forEach(UnixChannel::close);
-    for (Plugin p : plugins) {
-      p.shutdown(Duration.ofSeconds(2));
-    }
-    PeerFixtures.deleteTree(dir);
+    PeerFixtures.stop(channels, plugins, dir);
   }
 }

@@ -14,23 +14,15 @@ import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * "What is on this device?": asked before every format, so on every first stage. libblkid in
@@ -38,14 +30,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * ({@code blkid -p}: superblocks and partition tables, no cache) the same ext4 loop device.
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.SampleTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Warmup(iterations = 3, time = 2)
-@Measurement(iterations = 5, time = 3)
-@Fork(value = 2, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
-public class ProbeBenchmark {
+public class ProbeBenchmark extends ShellOutComparison {
   private static final long SIZE = 64L << 20;
-  private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(30);
 
   /**
    * {@code false}: nothing else holds the device open, so the kernel drops its page cache at each

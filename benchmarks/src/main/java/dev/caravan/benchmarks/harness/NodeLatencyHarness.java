@@ -68,12 +68,8 @@ import java.util.stream.Stream;
 public final class NodeLatencyHarness {
   private static final long MIB = 1L << 20;
   private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(30);
-  private static final String USAGE = "rw-file-system-single-node-writer";
-  private static final VolumeCapability CAP = VolumeCapability.newBuilder()
-      .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-      .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-          .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
-      .build();
+  private static final String USAGE = Ext4Writer.USAGE;
+  private static final VolumeCapability CAP = Ext4Writer.CAPABILITY;
 
   private final int iterations;
   private final int warmup;

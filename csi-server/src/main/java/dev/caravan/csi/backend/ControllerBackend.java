@@ -23,16 +23,23 @@ public interface ControllerBackend {
     return Set.of();
   }
 
+  /** How this backend's ids read; the id questions below are answered from it. */
+  IdScheme ids();
+
   /**
    * Whether {@code id} is a volume id this backend could have issued, by its syntax alone (no
    * storage is touched), and if so the key that serializes operations on that volume. Called with
    * ids that passed {@link IdRules#requireBounded}. Must agree with {@link #volumeLockKey}: the id of
    * the volume created for a name has that name's key.
    */
-  IdShape volumeId(String id);
+  default IdShape volumeId(String id) {
+    return ids().volumeShape().apply(id);
+  }
 
   /** As {@link #volumeId} for snapshot ids. */
-  IdShape snapshotId(String id);
+  default IdShape snapshotId(String id) {
+    return ids().snapshotShape().apply(id);
+  }
 
   /**
    * The node whose storage holds the volume {@code id} names, when the id says so: ids of node-local
@@ -40,12 +47,12 @@ public interface ControllerBackend {
    * node's plugin serves it, or it predates node-scoped ids). Called with ids of this backend's form.
    */
   default Optional<String> volumeOwner(String id) {
-    return Optional.empty();
+    return ids().volumeOwner().apply(id);
   }
 
   /** As {@link #volumeOwner} for snapshot ids. */
   default Optional<String> snapshotOwner(String id) {
-    return Optional.empty();
+    return ids().snapshotOwner().apply(id);
   }
 
   /**
@@ -58,10 +65,14 @@ public interface ControllerBackend {
   }
 
   /** The lock key of the volume CreateVolume makes for {@code name} (see {@link IdShape.Ours}). */
-  String volumeLockKey(String name);
+  default String volumeLockKey(String name) {
+    return ids().volumeLockKey().apply(name);
+  }
 
   /** The lock key of the snapshot CreateSnapshot makes for {@code name}. */
-  String snapshotLockKey(String name);
+  default String snapshotLockKey(String name) {
+    return ids().snapshotLockKey().apply(name);
+  }
 
   /**
    * Creates a volume, or returns the existing one if a volume of that name exists and is compatible

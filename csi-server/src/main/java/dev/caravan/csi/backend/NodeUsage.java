@@ -1,9 +1,12 @@
 package dev.caravan.csi.backend;
 
+import dev.caravan.storage.block.DeviceUse;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * What this node has staged and published, as its node journal records it. The journal is written
@@ -20,6 +23,23 @@ public interface NodeUsage {
   /** For backends opened without a node service (tools that only read); nothing is in use. */
   static NodeUsage none() {
     return volumeId -> Optional.empty();
+  }
+
+  /**
+   * DeleteVolume's refusal of a volume in use on this node: FAILED_PRECONDITION naming each use, the
+   * journal's and the kernel's ({@code kernel}: a mount or a bind of the volume's device the journal
+   * does not know of, made by hand or by a plugin whose record is gone). Returns when neither shows one.
+   */
+  default void refuseDeleteInUse(String volumeId, String nodeId, Optional<DeviceUse> kernel) {
+    Optional<Use> use = of(volumeId);
+    if (use.isPresent() || kernel.isPresent()) {
+      throw CsiException.failedPrecondition(
+          "volume_id " + volumeId + " is in use on node " + nodeId + ": "
+              + Stream.concat(use.map(Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
+                  .collect(Collectors.joining("; "))
+              + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
+              + " NodeUnstageVolume) first");
+    }
   }
 
   /**

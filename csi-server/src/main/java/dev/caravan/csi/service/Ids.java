@@ -6,6 +6,8 @@ import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.VolumeLocks;
 import java.util.Optional;
+import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 /**
  * The ids of requests read with the backend's rules, for every service. Three answers: what no id can
@@ -19,35 +21,36 @@ public final class Ids {
 
   /** The volume's lock key; empty for an id the backend never issues. */
   public static Optional<String> volume(ControllerBackend backend, String field, String id) {
-    IdRules.requireBounded(field, id);
-    return switch (backend.volumeId(id)) {
-      case IdShape.Ours ours -> Optional.of(VolumeLocks.volume(ours.lockKey()));
-      case IdShape.NotOurs _ -> Optional.empty();
-    };
+    return ours(field, id, backend::volumeId, VolumeLocks::volume);
   }
 
   /** The volume's lock key; NOT_FOUND naming the field and the form of the backend's ids otherwise. */
   public static String existingVolume(ControllerBackend backend, String field, String id) {
-    IdRules.requireBounded(field, id);
-    return switch (backend.volumeId(id)) {
-      case IdShape.Ours ours -> VolumeLocks.volume(ours.lockKey());
-      case IdShape.NotOurs notOurs -> throw absent(field, id, notOurs);
-    };
+    return existing(field, id, backend::volumeId, VolumeLocks::volume);
   }
 
   /** The snapshot's lock key; empty for an id the backend never issues. */
   public static Optional<String> snapshot(ControllerBackend backend, String field, String id) {
-    IdRules.requireBounded(field, id);
-    return switch (backend.snapshotId(id)) {
-      case IdShape.Ours ours -> Optional.of(VolumeLocks.snapshot(ours.lockKey()));
-      case IdShape.NotOurs _ -> Optional.empty();
-    };
+    return ours(field, id, backend::snapshotId, VolumeLocks::snapshot);
   }
 
   public static String existingSnapshot(ControllerBackend backend, String field, String id) {
+    return existing(field, id, backend::snapshotId, VolumeLocks::snapshot);
+  }
+
+  /** {@code lock} of the id's key, as {@code shape} reads the id; empty for an id not of that form. */
+  private static Optional<String> ours(String field, String id, Function<String, IdShape> shape,
+      UnaryOperator<String> lock) {
     IdRules.requireBounded(field, id);
-    return switch (backend.snapshotId(id)) {
-      case IdShape.Ours ours -> VolumeLocks.snapshot(ours.lockKey());
+    return shape.apply(id) instanceof IdShape.Ours ours ? Optional.of(lock.apply(ours.lockKey())) : Optional.empty();
+  }
+
+  /** As {@link #ours}, NOT_FOUND for an id not of that form. */
+  private static String existing(String field, String id, Function<String, IdShape> shape,
+      UnaryOperator<String> lock) {
+    IdRules.requireBounded(field, id);
+    return switch (shape.apply(id)) {
+      case IdShape.Ours ours -> lock.apply(ours.lockKey());
       case IdShape.NotOurs notOurs -> throw absent(field, id, notOurs);
     };
   }

@@ -138,25 +138,15 @@ public final class LoopDevices {
         return false;
       }
       DeviceInUseException.requireUnused(device, "detaching " + device + " from " + file);
-      try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
-        Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
-      } catch (SyscallException e) {
-        switch (e.errno()) {
-          case Errno.ENXIO, Errno.ENOENT -> {
-            return false; // detached by someone else between the check and the ioctl
-          }
-          case Errno.EBUSY -> {
-            if (attempt == ATTEMPTS) {
-              throw e;
-            }
-            pause();
-            continue;
-          }
-          default -> throw e;
+      switch (clear(device, attempt == ATTEMPTS)) {
+        case DETACHED -> {
+          return true;
         }
+        case GONE -> {
+          return false; // detached by someone else between the check and the ioctl
+        }
+        case BUSY -> pause();
       }
-      awaitUnbound(device);
-      return true;
     }
   }
 
@@ -229,27 +219,48 @@ public final class LoopDevices {
       }
       DeviceInUseException.requireUnused(
           device.device(), "detaching " + device.device() + " from " + device.backingFile());
-      try (Fd loop = Libc.open(device.device(), LinuxUapi.O_RDONLY())) {
-        Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
-      } catch (SyscallException e) {
-        switch (e.errno()) {
-          case Errno.ENXIO, Errno.ENOENT -> {
-            return; // detached, or the device node is gone with its device
-          }
-          case Errno.EBUSY -> {
-            // the kernel is still releasing it
-            if (attempt == ATTEMPTS) {
-              throw e;
-            }
-            pause();
-            continue;
-          }
-          default -> throw e;
-        }
+      if (clear(device.device(), attempt == ATTEMPTS) != Cleared.BUSY) {
+        return; // detached now, or already: gone with its device node
       }
-      awaitUnbound(device.device());
-      return;
+      pause();
     }
+  }
+
+  /** What one {@link #clear} did. */
+  private enum Cleared {
+    /** Detached by this call, and unbound (or its detach deferred to the last close). */
+    DETACHED,
+    /** Already unbound, or its node is gone with the device. */
+    GONE,
+    /** The kernel is still releasing it: try again. */
+    BUSY
+  }
+
+  /**
+   * One {@code LOOP_CLR_FD} on a device the caller checked is bound and unused, then the bounded wait
+   * for the unbind that both detaches need.
+   *
+   * @throws SyscallException for EBUSY on the {@code last} attempt, and for any other failure
+   */
+  private static Cleared clear(Path device, boolean last) {
+    try (Fd loop = Libc.open(device, LinuxUapi.O_RDONLY())) {
+      Libc.ioctl(loop, Ioctl.LOOP_CLR_FD, 0);
+    } catch (SyscallException e) {
+      switch (e.errno()) {
+        case Errno.ENXIO, Errno.ENOENT -> {
+          return Cleared.GONE;
+        }
+        case Errno.EBUSY -> {
+          if (last) {
+            throw e;
+          }
+          return Cleared.BUSY;
+        }
+        default -> throw e;
+      }
+    }
+    awaitUnbound(device);
+    return Cleared.DETACHED;
   }
 
   private record Bound(LoopDevice device, LoopIoctls.Status status) {}

@@ -1,10 +1,8 @@
 package dev.caravan.csi.backend.file;
 
-import dev.caravan.csi.backend.Backend;
+import dev.caravan.csi.backend.BackendHalves;
 import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BackendConfig;
-import dev.caravan.csi.backend.ControllerBackend;
-import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
@@ -23,7 +21,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /** The {@code file} backend: sparse files under a data directory, attached through loop devices. */
-public final class FileBackend implements Backend {
+public final class FileBackend extends BackendHalves {
   private static final System.Logger LOG = System.getLogger(FileBackend.class.getName());
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
   public static final Set<String> PARAMETERS = FileController.PARAMETERS;
@@ -31,16 +29,13 @@ public final class FileBackend implements Backend {
   public static final Path DEFAULT_DATA_DIR = Path.of("/var/lib/caravan/file");
 
   private final FileStore store;
-  private final FileController controller;
-  private final FileNode node;
 
   /** Option: whether new volume and snapshot ids name their node ({@code file.node-scoped-ids=true}). */
   public static final String NODE_SCOPED_IDS = "node-scoped-ids";
 
   private FileBackend(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
+    super("file", new FileController(store, nodeId, usage, nodeScopedIds), new FileNode(store));
     this.store = store;
-    this.controller = new FileController(store, nodeId, usage, nodeScopedIds);
-    this.node = new FileNode(store);
   }
 
   public static FileBackend open(BackendConfig config) {
@@ -53,21 +48,6 @@ public final class FileBackend implements Backend {
     new Freezes(store).thawLeftovers()
         .forEach(line -> LOG.log(System.Logger.Level.WARNING, "file: {0}", line));
     return new FileBackend(store, config.nodeId(), config.nodeUsage(), Boolean.parseBoolean(scoped));
-  }
-
-  @Override
-  public String driver() {
-    return "file";
-  }
-
-  @Override
-  public ControllerBackend controller() {
-    return controller;
-  }
-
-  @Override
-  public NodeBackend node() {
-    return node;
   }
 
   @Override

@@ -8,7 +8,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
-import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
@@ -40,9 +40,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.regex.Matcher;
-import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /**
  * Controller half of the file backend: volumes are sparse files, snapshots are reflinks (or sparse
@@ -82,8 +79,7 @@ final class FileController implements ControllerBackend {
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
-  /** The suffix of the ids this node issues: ".<node>" with node-scoped ids, else empty. */
-  private final String idSuffix;
+  private final IdScheme ids;
 
   FileController(FileStore store, String nodeId, NodeUsage usage) {
     this(store, nodeId, usage, false);
@@ -99,7 +95,7 @@ final class FileController implements ControllerBackend {
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
-    this.idSuffix = nodeScopedIds ? "." + nodeId : "";
+    this.ids = FileIds.scheme(nodeScopedIds ? Optional.of(nodeId) : Optional.empty());
   }
 
   @Override
@@ -107,41 +103,9 @@ final class FileController implements ControllerBackend {
     return PARAMETERS;
   }
 
-  /** Ids are derived from names, so the id itself is the lock key, for the name and the id alike. */
   @Override
-  public IdShape volumeId(String id) {
-    return FileIds.VOLUME.matcher(id).matches() || FileIds.SCOPED_VOLUME.matcher(id).matches()
-        ? new IdShape.Ours(id)
-        : new IdShape.NotOurs(FileIds.VOLUME_FORM);
-  }
-
-  @Override
-  public IdShape snapshotId(String id) {
-    return FileIds.SNAPSHOT.matcher(id).matches() || FileIds.SCOPED_SNAPSHOT.matcher(id).matches()
-        ? new IdShape.Ours(id)
-        : new IdShape.NotOurs(FileIds.SNAPSHOT_FORM);
-  }
-
-  @Override
-  public String volumeLockKey(String name) {
-    return FileIds.volumeId(name) + idSuffix;
-  }
-
-  @Override
-  public String snapshotLockKey(String name) {
-    return FileIds.snapshotId(name) + idSuffix;
-  }
-
-  @Override
-  public Optional<String> volumeOwner(String volumeId) {
-    Matcher m = FileIds.SCOPED_VOLUME.matcher(volumeId);
-    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
-  }
-
-  @Override
-  public Optional<String> snapshotOwner(String snapshotId) {
-    Matcher m = FileIds.SCOPED_SNAPSHOT.matcher(snapshotId);
-    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
+  public IdScheme ids() {
+    return ids;
   }
 
   /** Bytes promised to volumes but not yet allocated in their sparse images. */
@@ -163,7 +127,7 @@ final class FileController implements ControllerBackend {
 
   @Override
   public Provisioned provisionVolume(VolumeRequest req) {
-    String id = FileIds.volumeId(req.name()) + idSuffix;
+    String id = volumeLockKey(req.name()); // a file id is its own lock key
     String fsType = fsType(req);
     Optional<VolumeRecord> existing = store.readVolume(id);
     if (existing.isPresent() && existing.get().state() == State.DELETING) {
@@ -353,17 +317,9 @@ final class FileController implements ControllerBackend {
     }
     // The journal, and the kernel: a mount or a bind of the loop device's node the journal does not
     // know of (made by hand, or by a plugin whose record is gone).
-    Optional<NodeUsage.Use> use = usage.of(volumeId);
     Optional<LoopDevice> loop = Files.exists(image) ? LoopDevices.find(image) : Optional.empty();
-    Optional<DeviceUse> kernel = loop.map(l -> DeviceUse.of(l.device())).filter(DeviceUse::inUse);
-    if (use.isPresent() || kernel.isPresent()) {
-      throw CsiException.failedPrecondition(
-          "volume_id " + volumeId + " is in use on node " + nodeId + ": "
-              + Stream.concat(use.map(NodeUsage.Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
-                  .collect(Collectors.joining("; "))
-              + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
-              + " NodeUnstageVolume) first");
-    }
+    usage.refuseDeleteInUse(volumeId, nodeId,
+        loop.map(l -> DeviceUse.of(l.device())).filter(DeviceUse::inUse));
     List<String> snapshots = store.snapshots().stream()
         .filter(s -> s.sourceVolumeId().equals(volumeId) && s.state() != State.DELETING)
         .map(SnapshotRecord::id)
@@ -436,7 +392,7 @@ final class FileController implements ControllerBackend {
 
   @Override
   public SnapshotInfo createSnapshot(String sourceVolumeId, String name, Map<String, String> parameters) {
-    String id = FileIds.snapshotId(name) + idSuffix;
+    String id = snapshotLockKey(name); // a file id is its own lock key
     Optional<SnapshotRecord> existing = store.readSnapshot(id);
     if (existing.isPresent() && existing.get().state() == State.DELETING) {
       finishDeleteSnapshot(id);

@@ -1,10 +1,14 @@
 package dev.caravan.csi.backend.file;
 
+import dev.caravan.csi.backend.IdScheme;
+import dev.caravan.csi.backend.IdShape;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.Optional;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -38,6 +42,33 @@ final class FileIds {
       + "[.<node>]";
 
   private FileIds() {}
+
+  /**
+   * The file backend's ids: derived from names, so the id itself is the lock key, for the name and
+   * the id alike. With {@code node} (node-scoped ids) new ids end in ".<node>"; ids of either form are
+   * the backend's, and a scoped one names its owner.
+   */
+  static IdScheme scheme(Optional<String> node) {
+    String suffix = node.map(n -> "." + n).orElse("");
+    return new IdScheme(
+        id -> shape(id, VOLUME, SCOPED_VOLUME, VOLUME_FORM),
+        id -> shape(id, SNAPSHOT, SCOPED_SNAPSHOT, SNAPSHOT_FORM),
+        name -> volumeId(name) + suffix,
+        name -> snapshotId(name) + suffix,
+        id -> owner(id, SCOPED_VOLUME),
+        id -> owner(id, SCOPED_SNAPSHOT));
+  }
+
+  private static IdShape shape(String id, Pattern unscoped, Pattern scoped, String form) {
+    return unscoped.matcher(id).matches() || scoped.matcher(id).matches()
+        ? new IdShape.Ours(id)
+        : new IdShape.NotOurs(form);
+  }
+
+  private static Optional<String> owner(String id, Pattern scoped) {
+    Matcher m = scoped.matcher(id);
+    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
+  }
 
   static String volumeId(String name) {
     return "vol-" + slugAndHash(name);

@@ -1,13 +1,10 @@
 package dev.caravan.csi.backend.local;
 
-import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.BackendHalves;
 import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BoundedReadiness;
-import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.backend.NodeBackend;
-import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.PoolReport;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
@@ -43,24 +40,23 @@ import java.util.function.Consumer;
  * whose read is stuck and the last status read; while that read stays stuck, every Probe answers so
  * at once.
  */
-public final class LocalBackend implements Backend {
+public final class LocalBackend extends BackendHalves {
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
   public static final Set<String> PARAMETERS = LocalParameters.KNOWN;
 
   private final Zfs zfs;
   private final LocalConfig config;
   private final LocalController controller;
-  private final LocalNode node;
   /** The pool whose status the readiness check reads at the moment, for the answer once it is late. */
   private volatile String reading = "";
   private final BoundedReadiness poolCheck =
       new BoundedReadiness(() -> "the status of ZFS pool " + reading, this::readPools);
 
-  private LocalBackend(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
+  private LocalBackend(Zfs zfs, LocalConfig config, LocalController controller, LocalNode node) {
+    super("local", controller, node);
     this.zfs = zfs;
     this.config = config;
-    this.controller = new LocalController(zfs, config, nodeId, usage);
-    this.node = new LocalNode(zfs, controller, config, nodeId);
+    this.controller = controller;
   }
 
   /**
@@ -93,7 +89,8 @@ public final class LocalBackend implements Backend {
       if (refusal.isPresent()) {
         throw new IllegalStateException(refusal.get());
       }
-      return new LocalBackend(zfs, config, nodeId, backendConfig.nodeUsage());
+      LocalController controller = new LocalController(zfs, config, nodeId, backendConfig.nodeUsage());
+      return new LocalBackend(zfs, config, controller, new LocalNode(zfs, controller, config, nodeId));
     } catch (RuntimeException e) {
       zfs.close();
       throw e;
@@ -159,21 +156,6 @@ public final class LocalBackend implements Backend {
     List<String> parts = new ArrayList<>();
     pools.forEach((pool, state) -> parts.add(pool + "=" + state));
     return String.join(", ", parts);
-  }
-
-  @Override
-  public String driver() {
-    return "local";
-  }
-
-  @Override
-  public ControllerBackend controller() {
-    return controller;
-  }
-
-  @Override
-  public NodeBackend node() {
-    return node;
   }
 
   @Override

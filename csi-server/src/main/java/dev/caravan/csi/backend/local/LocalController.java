@@ -10,7 +10,7 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.ExpandResult;
-import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
@@ -47,8 +47,6 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Collectors;
-import java.util.stream.Stream;
 
 /**
  * Controller half of the {@code local} backend: every volume is a zvol {@code
@@ -88,6 +86,10 @@ final class LocalController implements ControllerBackend {
   /** Temporary snapshots taken to clone a volume from a volume; never listed as CSI snapshots. */
   static final String CLONE_SNAPSHOT_PREFIX = "clone-";
 
+  /** Ids name their node, so that plugins on other nodes forward calls for them. */
+  private static final IdScheme IDS = new IdScheme(LocalIds::volumeShape, LocalIds::snapshotShape,
+      LocalIds::volumeLockKey, LocalIds::snapshotLockKey, LocalIds::volumeNode, LocalIds::snapshotNode);
+
   private final Zfs zfs;
   private final LocalConfig config;
   private final String nodeId;
@@ -113,33 +115,8 @@ final class LocalController implements ControllerBackend {
   }
 
   @Override
-  public Optional<String> volumeOwner(String id) {
-    return LocalIds.volumeNode(id);
-  }
-
-  @Override
-  public Optional<String> snapshotOwner(String id) {
-    return LocalIds.snapshotNode(id);
-  }
-
-  @Override
-  public IdShape volumeId(String id) {
-    return LocalIds.volumeShape(id);
-  }
-
-  @Override
-  public IdShape snapshotId(String id) {
-    return LocalIds.snapshotShape(id);
-  }
-
-  @Override
-  public String volumeLockKey(String name) {
-    return LocalIds.volumeLockKey(name);
-  }
-
-  @Override
-  public String snapshotLockKey(String name) {
-    return LocalIds.snapshotLockKey(name);
+  public IdScheme ids() {
+    return IDS;
   }
 
   // ---- ids, ownership and scope ----------------------------------------------------------------
@@ -305,19 +282,7 @@ final class LocalController implements ControllerBackend {
       throw CsiException.internal(
           "volume id collision: " + v.dataset() + " belongs to name '" + recorded.get() + "'", null);
     }
-    List<String> conflicts = new ArrayList<>();
-    if (params.pool().isPresent() && !params.pool().get().equals(v.pool())) {
-      conflicts.add("pool " + v.pool() + ", not " + params.pool().get());
-    }
-    String fs = p.userProperty(PROP_FS_TYPE).orElse("");
-    if (!fs.equals(fsType)) {
-      conflicts.add("fs type " + fs + ", not " + fsType);
-    }
-    Optional<ContentSource> source = p.userProperty(PROP_SOURCE).flatMap(LocalController::decode);
-    if (!source.equals(req.source())) {
-      conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
-          + req.source().map(ContentSource::toString).orElse("none"));
-    }
+    List<String> conflicts = originConflicts(v, p, req, params, fsType);
     accessConflict(p, req).ifPresent(conflicts::add);
     topologyConflict(req).ifPresent(conflicts::add);
     long block = p.volumeBlockSize();
@@ -359,19 +324,7 @@ final class LocalController implements ControllerBackend {
         throw CsiException.internal(
             "volume id collision: " + v.dataset() + " belongs to name '" + recorded.get() + "'", null);
       }
-      List<String> conflicts = new ArrayList<>();
-      if (params.pool().isPresent() && !params.pool().get().equals(pool)) {
-        conflicts.add("pool " + pool + ", not " + params.pool().get());
-      }
-      String fs = p.userProperty(PROP_FS_TYPE).orElse("");
-      if (!fs.equals(fsType)) {
-        conflicts.add("fs type " + fs + ", not " + fsType);
-      }
-      Optional<ContentSource> source = p.userProperty(PROP_SOURCE).flatMap(LocalController::decode);
-      if (!source.equals(req.source())) {
-        conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
-            + req.source().map(ContentSource::toString).orElse("none"));
-      }
+      List<String> conflicts = originConflicts(v, p, req, params, fsType);
       if (!req.capacity().admits(p.volumeSize())) {
         conflicts.add(p.volumeSize() + " bytes, outside the requested capacity_range ["
             + req.capacity().requiredBytes() + ", "
@@ -391,6 +344,29 @@ final class LocalController implements ControllerBackend {
       return Optional.of(info(v, p));
     }
     return Optional.empty();
+  }
+
+  /**
+   * How an existing zvol under the request's name differs from the request in where it was made: its
+   * pool, its filesystem and its content source. Checked alike for a finished volume and for an
+   * unfinished clone; the list is the caller's to add to.
+   */
+  private static List<String> originConflicts(VolumeId v, DatasetProperties p, VolumeRequest req,
+      LocalParameters params, String fsType) {
+    List<String> conflicts = new ArrayList<>();
+    if (params.pool().isPresent() && !params.pool().get().equals(v.pool())) {
+      conflicts.add("pool " + v.pool() + ", not " + params.pool().get());
+    }
+    String fs = p.userProperty(PROP_FS_TYPE).orElse("");
+    if (!fs.equals(fsType)) {
+      conflicts.add("fs type " + fs + ", not " + fsType);
+    }
+    Optional<ContentSource> source = p.userProperty(PROP_SOURCE).flatMap(LocalController::decode);
+    if (!source.equals(req.source())) {
+      conflicts.add("content source " + source.map(ContentSource::toString).orElse("none") + ", not "
+          + req.source().map(ContentSource::toString).orElse("none"));
+    }
+    return conflicts;
   }
 
   /** Why a zvol made for some access types cannot serve a request for others, if it cannot. */
@@ -527,16 +503,7 @@ final class LocalController implements ControllerBackend {
       }
       // The journal, and the kernel (for a mount or a bind of the zvol's node the journal does not
       // know of: made by hand, or by a plugin whose record is gone).
-      Optional<NodeUsage.Use> use = usage.of(volumeId);
-      Optional<DeviceUse> kernel = deviceUse(v.dataset());
-      if (use.isPresent() || kernel.isPresent()) {
-        throw CsiException.failedPrecondition(
-            "volume_id " + volumeId + " is in use on node " + nodeId + ": "
-                + Stream.concat(use.map(NodeUsage.Use::describe).stream(), kernel.map(DeviceUse::describe).stream())
-                    .collect(Collectors.joining("; "))
-                + "; a volume in use is never deleted: unpublish and unstage it (NodeUnpublishVolume,"
-                + " NodeUnstageVolume) first");
-      }
+      usage.refuseDeleteInUse(volumeId, nodeId, deviceUse(v.dataset()));
       List<String> snapshots = zfs.snapshots(v.dataset()).stream()
           .map(s -> describeSnapshot(v, s)).toList();
       if (!snapshots.isEmpty()) {

@@ -1,10 +1,9 @@
 package dev.caravan.csi.backend.qnap;
 
-import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.BackendHalves;
 import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BoundedReadiness;
-import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Readiness;
@@ -25,7 +24,7 @@ import java.util.Set;
  * ({@link NoAppliance}), and Probe ready whatever the appliance's API does, since attaching needs only
  * the iSCSI portals.
  */
-public final class QnapBackend implements Backend {
+public final class QnapBackend extends BackendHalves {
   /** The CreateVolume parameters this backend takes; any other is refused, naming these. */
   public static final Set<String> PARAMETERS = QnapController.PARAMETERS;
 
@@ -48,6 +47,7 @@ public final class QnapBackend implements Backend {
 
   private QnapBackend(QnapApi api, Optional<Http> http, String transport, QnapController controller, QnapNode node,
       String storageCheck) {
+    super("qnap", controller, node);
     this.api = api;
     this.node = node;
     this.http = http;
@@ -138,21 +138,6 @@ public final class QnapBackend implements Backend {
     }
   }
 
-  @Override
-  public String driver() {
-    return "qnap";
-  }
-
-  @Override
-  public ControllerBackend controller() {
-    return controller;
-  }
-
-  @Override
-  public NodeBackend node() {
-    return node;
-  }
-
   /**
    * The default evidence, and the provider's attachment record: {@code publishedTo}, the initiators
    * the volume's target admits (the node ids it is ControllerPublished to), read from the appliance.
@@ -160,7 +145,7 @@ public final class QnapBackend implements Backend {
    */
   @Override
   public BackendObject describe(String volumeId) {
-    BackendObject base = Backend.super.describe(volumeId); // node-only: refused, as every appliance read is
+    BackendObject base = super.describe(volumeId); // node-only: refused, as every appliance read is
     Map<String, String> properties = new LinkedHashMap<>(base.properties());
     // The device this host has for it: the LUN's multipath map (its WWID from the NAA in the context).
     Optional<java.nio.file.Path> device = controller.findVolume(volumeId)

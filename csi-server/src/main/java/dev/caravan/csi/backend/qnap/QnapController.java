@@ -9,7 +9,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
-import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.SnapshotInfo;
@@ -64,6 +64,9 @@ final class QnapController implements ControllerBackend {
   static final String FS_TYPE = "fsType";
   static final Set<String> PARAMETERS = Set.of(POOL, THIN, FS_TYPE);
   static final long GIB = 1L << 30;
+  /** The appliance is shared: any node's plugin serves any id. */
+  private static final IdScheme IDS = IdScheme.unowned(QnapIds::volumeShape, QnapIds::snapshotShape,
+      QnapIds::volumeLockKey, QnapIds::snapshotLockKey);
 
   private final QnapApi api;
   private final QnapConfig config;
@@ -81,23 +84,8 @@ final class QnapController implements ControllerBackend {
   }
 
   @Override
-  public IdShape volumeId(String id) {
-    return QnapIds.volumeShape(id);
-  }
-
-  @Override
-  public IdShape snapshotId(String id) {
-    return QnapIds.snapshotShape(id);
-  }
-
-  @Override
-  public String volumeLockKey(String name) {
-    return QnapIds.volumeLockKey(name);
-  }
-
-  @Override
-  public String snapshotLockKey(String name) {
-    return QnapIds.snapshotLockKey(name);
+  public IdScheme ids() {
+    return IDS;
   }
 
   // ---- lookups -----------------------------------------------------------------------------------

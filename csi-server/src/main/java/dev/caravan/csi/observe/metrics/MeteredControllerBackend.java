@@ -6,7 +6,7 @@ import dev.caravan.csi.backend.CapacityReport;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.ExpandResult;
-import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.VolumeInfo;
@@ -73,23 +73,8 @@ public final class MeteredControllerBackend implements ControllerBackend {
   }
 
   @Override
-  public IdShape volumeId(String id) {
-    return delegate.volumeId(id);
-  }
-
-  @Override
-  public IdShape snapshotId(String id) {
-    return delegate.snapshotId(id);
-  }
-
-  @Override
-  public String volumeLockKey(String name) {
-    return delegate.volumeLockKey(name);
-  }
-
-  @Override
-  public String snapshotLockKey(String name) {
-    return delegate.snapshotLockKey(name);
+  public IdScheme ids() {
+    return delegate.ids();
   }
 
   @Override
