@@ -3,7 +3,7 @@ package dev.caravan.csi.dhv;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.dhv.DhvEnv.Node;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;

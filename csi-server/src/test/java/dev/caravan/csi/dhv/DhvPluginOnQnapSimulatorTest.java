@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;

@@ -97,7 +97,7 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
 
   /** Output of a command; "" when {@code zfs list} finds nothing; an AssertionError when anything else fails. */
   static String run(String... command) {
-    return dev.caravan.csi.GuestCommands.run(command);
+    return dev.caravan.csi.testing.GuestCommands.run(command);
   }
 
   @Override

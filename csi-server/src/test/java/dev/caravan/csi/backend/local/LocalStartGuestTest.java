@@ -1,6 +1,6 @@
 package dev.caravan.csi.backend.local;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 
 import static dev.caravan.csi.backend.local.LocalGuest.POOL;
 import static org.assertj.core.api.Assertions.assertThat;

@@ -4,7 +4,7 @@ import static dev.caravan.csi.backend.local.LocalGuest.POOL;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.PluginJvm;
+import dev.caravan.csi.testing.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.IdentityGrpc;
