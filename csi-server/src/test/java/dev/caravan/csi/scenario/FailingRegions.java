@@ -1,9 +1,6 @@
 package dev.caravan.csi.scenario;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import dev.caravan.csi.testing.GuestCommands;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,7 +10,7 @@ import java.util.List;
  * A device-mapper device over another block device, the same sectors, except that the given ranges
  * answer every read and write with an I/O error ({@code dm-error}); the rest maps straight through
  * ({@code dm-linear}). For a disk whose first sectors have gone bad. Needs device-mapper, which the
- * guest of {@code scripts/guest-test} has.
+ * guest of {@code scripts/guest-test} has ({@link dev.caravan.storage.testing.HostRequirements#assumeDeviceMapper}).
  */
 final class FailingRegions implements AutoCloseable {
   private static final Duration BOUND = Duration.ofSeconds(60);
@@ -26,16 +23,6 @@ final class FailingRegions implements AutoCloseable {
     this.name = name;
     this.under = under;
     this.sizeBytes = sizeBytes;
-  }
-
-  /** Skips the calling test unless device-mapper and dmsetup are there. */
-  static void assumeAvailable() {
-    if ("1".equals(System.getenv("CARAVAN_GUEST")) && !Files.exists(Path.of("/dev/mapper/control"))) {
-      // The guest loads modules on demand; a test run alone must not depend on an earlier one's dmsetup.
-      GuestCommands.run("modprobe", "dm_mod"); // dm-linear and dm-error are in its core
-    }
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/mapper/control")),
-        "needs device-mapper (dm-error, dm-linear): run in the guest (scripts/guest-suite)");
   }
 
   /** A sector range, in 512-byte sectors. */

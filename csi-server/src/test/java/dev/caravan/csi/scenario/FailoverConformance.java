@@ -10,6 +10,7 @@ import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -70,7 +71,7 @@ abstract class FailoverConformance {
   /** Mode 2, on the node: the task crashes and restarts there. Nomad unpublishes and publishes; the stage stays. */
   @Test
   void aCrashedTaskRestartsOnTheSameNodeOnItsStage() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.start(backend(), nomad.observe());
     VolumeCapability cap = Caps.mount("ext4");
     InUse v = inUse("task-crash", cap);
@@ -118,7 +119,7 @@ abstract class FailoverConformance {
    */
   @Test
   void aKilledNodePluginLeavesTheWorkloadWritingAndTheNextOneTakesOver() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.unstarted(backend());
     f.customize = nomad.observe(); // the in-process plugin started after the kill; the process has no observe API
     VolumeCapability cap = Caps.mount("ext4");
@@ -178,7 +179,7 @@ abstract class FailoverConformance {
    */
   @Test
   void anUnpublishWhileTheNodePluginIsDownFailsAndItsRetryFinishes() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.start(backend(), nomad.observe());
     VolumeCapability cap = Caps.mount("ext4");
     InUse v = inUse("plugin-down", cap);

@@ -12,6 +12,7 @@ import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.fs.Frozen;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -53,7 +54,7 @@ class FailoverConformanceOnFileTest extends FailoverConformance {
    */
   @Test
   void aStalledStorageDelaysCallsWithinTheirDeadlinesAndEverythingConverges() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.unstarted(backend());
     f.customize = nomad.observe();
     f.dataOnAFilesystemOfItsOwn();

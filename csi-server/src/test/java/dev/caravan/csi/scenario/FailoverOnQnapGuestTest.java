@@ -20,6 +20,7 @@ import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.NodeRecord;
 import dev.caravan.storage.multipath.Multipath;
+import dev.caravan.storage.testing.PortalOutage;
 import io.grpc.Status.Code;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -346,7 +347,7 @@ class FailoverOnQnapGuestTest {
     // the kernel still tries below (the superblock, at the unmount) fails once the paths do, rather
     // than waiting for no_path_retry.
     for (String portal : TestBackend.QnapTestBackend.LIO_PORTALS) {
-      outages.add(dropTraffic(portal));
+      outages.add(PortalOutage.drop(portal));
     }
     String mapA = Multipath.system().map(wwid).orElseThrow().name();
     GuestCommands.run("multipathd", "disablequeueing", "map", mapA);
@@ -453,12 +454,6 @@ class FailoverOnQnapGuestTest {
         + " on A attached by itself; after the detach and the journal replay B found " + found.records() + " records, "
         + fsynced + " fsynced before the loss, " + seen + " by the writer's failure (time: the detach to B's first"
         + " durable record)", recovery);
-  }
-
-  /** host-storage's PortalOutage: its test classes are on the guest suite's class path, not this module's. */
-  private static AutoCloseable dropTraffic(String portal) throws ReflectiveOperationException {
-    return (AutoCloseable) Class.forName("dev.caravan.storage.testing.PortalOutage").getMethod("drop", String.class)
-        .invoke(null, portal);
   }
 
   /** A volume of {@code name} attached, staged and published on A, and A's task writing durable records to it. */

@@ -13,6 +13,7 @@ import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.Topology;
 import dev.caravan.csi.v1.TopologyRequirement;
 import dev.caravan.csi.v1.Volume;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import dev.caravan.csi.v1.NodePublishVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
@@ -116,7 +117,7 @@ class FileBackendOnFileTest {
    */
   @Test
   void aRepeatedBlockStageDoesNotTrustALoopNumberNowBackingAnotherImage() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     VolumeCapability cap = Caps.block();
     String id = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("mine").addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(20 * MIB)).build()).getVolume().getVolumeId();
@@ -164,9 +165,10 @@ class FileBackendOnFileTest {
   @ParameterizedTest
   @ValueSource(strings = {"ext4", "xfs"})
   void aReadOnlyStageNeverWritesToTheDevice(String fs) throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     if (fs.equals("xfs")) {
-      Host.requireXfs();
+      HostRequirements.assumeLoopAndExt4();
+      HostRequirements.assumeXfs();
     }
     long bytes = fs.equals("xfs") ? 320 * MIB : 32 * MIB;
     VolumeCapability rw = Caps.mount(fs);

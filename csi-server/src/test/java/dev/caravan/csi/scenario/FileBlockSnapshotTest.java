@@ -24,6 +24,7 @@ import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -80,7 +81,8 @@ class FileBlockSnapshotTest {
 
   @Test
   void withReflinksTheSnapshotIsTheDeviceAtOneInstant() throws IOException {
-    Host.requireXfs();
+    HostRequirements.assumeLoopAndExt4();
+    HostRequirements.assumeXfs();
     startOn(FsType.XFS, List.of("-m", "reflink=1"));
     String id = createVolume("blk");
     Path staging = f.dir("staging/blk/rw");
@@ -113,7 +115,7 @@ class FileBlockSnapshotTest {
 
   @Test
   void withoutReflinksItIsRefusedAndLeavesNothing() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     startOn(FsType.EXT4, List.of());
     String id = createVolume("blk");
     Path staging = f.dir("staging/blk/rw");

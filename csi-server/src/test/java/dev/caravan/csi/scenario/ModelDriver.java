@@ -33,6 +33,7 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
 import dev.caravan.csi.v1.VolumeContentSource;
 import dev.caravan.csi.v1.VolumeUsage;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -402,7 +403,7 @@ final class ModelDriver implements AutoCloseable {
     if (!a.value().getNodeExpansionRequired() || !v.staged || (v.block && v.targets.isEmpty())) {
       return;
     }
-    if (!v.block && !Host.hasCapSysResource()) {
+    if (!v.block && !HostRequirements.hasCapSysResource()) {
       return; // ext4 online resize needs CAP_SYS_RESOURCE; the growth then happens at the next stage
     }
     Path path = v.targets.isEmpty() ? staging(v.name) : target(v, v.targets.keySet().iterator().next());

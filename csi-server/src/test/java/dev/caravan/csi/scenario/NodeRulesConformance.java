@@ -3,7 +3,6 @@ package dev.caravan.csi.scenario;
 import static dev.caravan.csi.testing.GrpcOutcomes.code;
 import static dev.caravan.csi.testing.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
@@ -18,6 +17,7 @@ import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -356,8 +356,7 @@ abstract class NodeRulesConformance {
   @Test
   void aStageWhoseGrowFailsAnswersAnErrorAndItsRetryGrowsAgain() throws Exception {
     start();
-    assumeTrue(Host.hasTool("tune2fs") && Host.hasTool("resize2fs") && Host.hasTool("e2fsck"),
-        "needs tune2fs, resize2fs and e2fsck (e2fsprogs)");
+    HostRequirements.assume(HostRequirements.whyNoTools("e2fsprogs", "tune2fs", "resize2fs", "e2fsck"));
     VolumeCapability cap = Caps.mount("ext4");
     long size = f.backend.sizeFor("ext4");
     String id = create("grow-fails", cap);
@@ -399,7 +398,7 @@ abstract class NodeRulesConformance {
   @Test
   void aStageCutShortAfterItsMountIsFinishedByTheNextStage() throws Exception {
     start();
-    assumeTrue(Host.hasTool("mkfs.xfs") && Host.hasTool("xfs_growfs"), "needs mkfs.xfs and xfs_growfs (xfsprogs)");
+    HostRequirements.assumeXfs();
     VolumeCapability cap = Caps.mount("xfs");
     long size = f.backend.sizeFor("xfs");
     String id = create("cut-short", cap);
@@ -444,7 +443,7 @@ abstract class NodeRulesConformance {
   @Test
   void aReadOnlyStageOfAGrownVolumeLeavesTheGrowToTheNextReadWriteStage() throws IOException {
     start();
-    assumeTrue(Host.hasTool("mkfs.xfs") && Host.hasTool("xfs_growfs"), "needs mkfs.xfs and xfs_growfs (xfsprogs)");
+    HostRequirements.assumeXfs();
     VolumeCapability cap = Caps.mount("xfs");
     VolumeCapability ro = Caps.mount("xfs", Mode.SINGLE_NODE_WRITER, "ro");
     long size = f.backend.sizeFor("xfs");

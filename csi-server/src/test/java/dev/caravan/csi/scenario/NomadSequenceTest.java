@@ -14,6 +14,7 @@ import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.TopologyRequirement;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -42,7 +43,7 @@ class NomadSequenceTest {
 
   @BeforeEach
   void start() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.start();
     // `nomad volume create`: no capacity_range when both bounds are 0, accessibility_requirements always present
     vol = f.controller.createVolume(CreateVolumeRequest.newBuilder().setName("nomad-vol[0]").addVolumeCapabilities(CAP)

@@ -18,6 +18,7 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -50,7 +51,7 @@ class ObserveTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.start(s -> s.withObserve(ObserveSettings.on(HttpSettings.loopback(0)).withStats(QUIET)));
   }
 

@@ -13,6 +13,7 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.storage.testing.HostRequirements;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot;
@@ -54,7 +55,7 @@ class OperatorExamplesTest {
 
   @Test
   void everyMetricTheDashboardAndTheRulesNameIsOneCaravanExports() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Set<String> exported = new TreeSet<>();
     try (PluginFixture f = PluginFixture.start(s -> s.withObserve(ObserveSettings.on(HttpSettings.loopback(0))
         .withStats(ObserveTest.QUIET)))) {

@@ -18,6 +18,7 @@ import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -247,7 +248,7 @@ final class PluginFixture implements AutoCloseable {
   public void close() throws IOException {
     stopPlugin();
     List<String> leaks = new ArrayList<>();
-    if (Host.isRoot()) {
+    if (HostRequirements.isRoot()) {
       for (MountEntry m : ourMounts()) {
         leaks.add("mount " + m.mountPoint());
         while (MountTable.isMountPoint(m.mountPoint()) && Mounts.unmount(m.mountPoint())) {

@@ -16,6 +16,7 @@ import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -38,7 +39,7 @@ class RestartTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.unstarted();
   }
 

@@ -13,6 +13,7 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.fs.Frozen;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -51,7 +52,7 @@ class SlowStorageTest {
 
   @Test
   void probeAndAnotherVolumesPublishAnswerWhileCreatesAreBlockedInTheKernel() throws Exception {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.unstarted();
     // The plugin's data directory is a filesystem of its own, so that it can be frozen.
     f.dataOnAFilesystemOfItsOwn();

@@ -14,6 +14,7 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -39,7 +40,7 @@ class StatsCommandTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    Host.requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     f = PluginFixture.start(s -> s.withObserve(ObserveSettings.on(HttpSettings.loopback(0))
         .withStats(ObserveTest.QUIET)));
   }

@@ -21,6 +21,7 @@ import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.multipath.Multipath;
+import dev.caravan.storage.testing.PortalOutage;
 import io.grpc.Status.Code;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -350,14 +351,10 @@ class TargetStallOnQnapGuestTest {
     System.out.printf("  %6.1f s  %s%n", (System.nanoTime() - started) / 1e9, what);
   }
 
-  /**
-   * Drops every segment to and from each of {@code portals} (host-storage's PortalOutage, whose test
-   * classes are on the guest suite's class path only) until the outages are closed.
-   */
-  private void darken(List<String> portals) throws ReflectiveOperationException {
-    var drop = Class.forName("dev.caravan.storage.testing.PortalOutage").getMethod("drop", String.class);
+  /** Drops every segment to and from each of {@code portals} until the outages are closed. */
+  private void darken(List<String> portals) {
     for (String portal : portals) {
-      outages.add((AutoCloseable) drop.invoke(null, portal));
+      outages.add(PortalOutage.drop(portal));
     }
   }
 }

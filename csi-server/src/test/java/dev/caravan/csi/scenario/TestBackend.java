@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.testing.GuestCommands;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.testing.GuestIscsi;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -177,7 +179,7 @@ abstract class TestBackend {
 
     @Override
     Optional<String> missing() {
-      return Host.whyNoLoopAndExt4();
+      return HostRequirements.whyNoLoopAndExt4();
     }
 
     @Override
@@ -255,7 +257,7 @@ abstract class TestBackend {
 
     @Override
     Optional<String> missing() {
-      return Host.whyNoZfs();
+      return HostRequirements.whyNoZfs();
     }
 
     /** Short, so that ids of long volume names stay within CSI's 128 bytes. */
@@ -378,8 +380,7 @@ abstract class TestBackend {
     }
 
     /**
-     * On LIO: the guest's iSCSI world, started through host-storage's GuestIscsi (its test classes are
-     * on the guest suite's class path; this module cannot compile against them), which loads LIO,
+     * On LIO: the guest's iSCSI world, started through host-storage's GuestIscsi, which loads LIO,
      * iscsi_tcp and dm-multipath and starts iscsid and multipathd.
      */
     @Override
@@ -387,20 +388,12 @@ abstract class TestBackend {
       if (!lio) {
         return Optional.empty();
       }
-      if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
-        return Optional.of("on LIO needs the guest kernel (LIO, iscsi_tcp, dm-multipath): scripts/guest-suite runs it");
+      Optional<String> why = HostRequirements.whyNoIscsi();
+      if (why.isPresent()) {
+        return why.map(w -> "on LIO " + w);
       }
-      try {
-        Class<?> guest = Class.forName("dev.caravan.storage.testing.GuestIscsi");
-        String why = (String) guest.getMethod("whyUnavailable").invoke(null);
-        if (!why.isEmpty()) {
-          return Optional.of(why);
-        }
-        guest.getMethod("assumeAvailable").invoke(null);
-        return Optional.empty();
-      } catch (ReflectiveOperationException e) {
-        return Optional.of("on LIO needs host-storage's test classes on the class path (GuestIscsi): " + e);
-      }
+      GuestIscsi.assumeAvailable();
+      return Optional.empty();
     }
 
     SimulatedAppliance appliance(Path work) {

@@ -9,6 +9,7 @@ import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.scenario.FailingRegions.Range;
+import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -45,7 +46,7 @@ class UnreadableVolumeOnFileGuestTest {
 
   @Test
   void aVolumeWhoseFirstMibFailsToReadIsNeverFormattedAndStagesOnceItReads() throws Exception {
-    FailingRegions.assumeAvailable();
+    HostRequirements.assumeDeviceMapper();
     f = PluginFixture.unstarted(new TestBackend.FileTestBackend());
     FailingRegions disk = f.dataOnAFilesystemThatCanFail();
     f.startPlugin();
