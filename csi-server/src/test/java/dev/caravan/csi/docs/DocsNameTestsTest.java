@@ -16,32 +16,57 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The docs against the test tree. A guarantee in the docs is only as good as the test it names, so
- * every test class a page names must exist, and every rule of operating.md's safety table must name
- * at least one.
+ * every test class a page names must exist (in the package it names, when it names one), and every
+ * rule of operating.md's safety table must name at least one. A fully qualified class name anywhere on
+ * a page, a command line in a code block included, or in a script, must be a class of some module's
+ * sources.
  */
 class DocsNameTestsTest {
   /** A class name in backticks, optionally package-qualified, optionally with {@code #method}. */
-  private static final Pattern NAMED = Pattern.compile("`(?:[a-z]\\w*\\.)*([A-Z]\\w*(?:Test|Conformance))(?:#\\w+)?`");
+  private static final Pattern NAMED =
+      Pattern.compile("`((?:[a-z]\\w*\\.)*)([A-Z]\\w*(?:Test|Conformance))(?:#\\w+)?`");
+  /** A fully qualified name of one of our classes, e.g. in {@code scripts/guest-suite --select-class ...}. */
+  private static final Pattern QUALIFIED = Pattern.compile("\\bdev\\.caravan(?:\\.[a-z]\\w*)+\\.[A-Z]\\w*");
   private static final String SAFETY = "## Safety rules, and the tests that prove them";
 
   private static final Path ROOT = Files.exists(Path.of("docs")) ? Path.of(".") : Path.of("..");
 
   @Test
   void everyTestClassTheDocsNameExists() throws IOException {
-    Set<String> tests = testSources();
+    Set<String> tests = sources("src/test/java");
     List<String> missing = new ArrayList<>();
     int named = 0;
     for (Path page : pages()) {
       Matcher m = NAMED.matcher(Files.readString(page));
       while (m.find()) {
         named++;
-        if (!tests.contains(m.group(1))) {
-          missing.add(ROOT.relativize(page) + ": " + m.group(1));
+        String name = m.group(1) + m.group(2);
+        if (tests.stream().noneMatch(t -> t.equals(name) || t.endsWith("." + name))) {
+          missing.add(ROOT.relativize(page) + ": " + name);
         }
       }
     }
     assertThat(named).as("test classes the docs name").isGreaterThan(20);
     assertThat(missing).as("named in the docs, but no such class under any src/test").isEmpty();
+  }
+
+  @Test
+  void everyFullyQualifiedClassTheDocsNameExistsThere() throws IOException {
+    Set<String> classes = sources("src/main/java");
+    classes.addAll(sources("src/test/java"));
+    List<String> missing = new ArrayList<>();
+    List<Path> pages = new ArrayList<>(pages());
+    pages.addAll(scripts());
+    for (Path page : pages) {
+      Matcher m = QUALIFIED.matcher(Files.readString(page));
+      while (m.find()) {
+        if (!classes.contains(m.group())) {
+          missing.add(ROOT.relativize(page) + ": " + m.group());
+        }
+      }
+    }
+    assertThat(missing).as("named in the docs or scripts by a fully qualified name that no source file has")
+        .isEmpty();
   }
 
   @Test
@@ -68,14 +93,23 @@ class DocsNameTestsTest {
     return pages;
   }
 
-  /** Simple names of the classes under every module's src/test/java. */
-  private static Set<String> testSources() throws IOException {
+  /** The scripts that name test classes to run (scripts/guest-suite's selection among them), and CI's. */
+  private static List<Path> scripts() throws IOException {
+    List<Path> scripts = new ArrayList<>(List.of(ROOT.resolve(".ci/run")));
+    try (Stream<Path> files = Files.list(ROOT.resolve("scripts"))) {
+      files.filter(Files::isRegularFile).sorted().forEach(scripts::add);
+    }
+    return scripts;
+  }
+
+  /** Fully qualified names of the top-level classes under every module's {@code tree} (e.g. src/test/java). */
+  private static Set<String> sources(String tree) throws IOException {
     Set<String> names = new TreeSet<>();
     try (Stream<Path> modules = Files.list(ROOT)) {
-      for (Path tree : modules.map(m -> m.resolve("src/test/java")).filter(Files::isDirectory).toList()) {
-        try (Stream<Path> files = Files.walk(tree)) {
-          files.map(f -> f.getFileName().toString()).filter(n -> n.endsWith(".java"))
-              .forEach(n -> names.add(n.substring(0, n.length() - ".java".length())));
+      for (Path root : modules.map(m -> m.resolve(tree)).filter(Files::isDirectory).toList()) {
+        try (Stream<Path> files = Files.walk(root)) {
+          files.map(f -> root.relativize(f).toString()).filter(n -> n.endsWith(".java"))
+              .forEach(n -> names.add(n.substring(0, n.length() - ".java".length()).replace('/', '.')));
         }
       }
     }

@@ -35,7 +35,7 @@ class FailoverDocTest {
       String provedBy = line.substring(line.lastIndexOf('|', line.length() - 2) + 1); // the last cell
       Matcher test = TEST.matcher(provedBy);
       while (test.find()) {
-        Class<?> c = Class.forName("dev.caravan.csi." + test.group(1));
+        Class<?> c = Class.forName("dev.caravan.csi.scenario." + test.group(1));
         assertThat(Arrays.stream(c.getDeclaredMethods()).filter(m -> m.getName().equals(test.group(2)))
             .anyMatch(FailoverDocTest::isTest)).as("%s#%s is a test", test.group(1), test.group(2)).isTrue();
         named.add(test.group(0));
