@@ -186,6 +186,14 @@ public final class HostRequirements {
     assume(whyNoZfs());
   }
 
+  /**
+   * The opposite, for the tests of how things refuse without ZFS: no {@code /dev/zfs} (the module is
+   * not loaded); where it is, {@code coveredBy} names what runs instead.
+   */
+  public static void assumeNoZfsModule(String coveredBy) {
+    assumeTrue(!HostCapabilities.current().hasZfsModule(), () -> "this host has ZFS (/dev/zfs); " + coveredBy);
+  }
+
   // ---- iSCSI -------------------------------------------------------------------------------------
 
   /**
