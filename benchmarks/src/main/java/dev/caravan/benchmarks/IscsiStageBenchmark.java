@@ -20,6 +20,7 @@ import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
 import dev.caravan.storage.multipath.Multipath;
 import dev.caravan.storage.testing.GuestIscsi;
+import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.LioTarget;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -110,14 +111,8 @@ public class IscsiStageBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws IOException {
-    if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
-      throw new IllegalStateException("IscsiStageBenchmark needs a kernel with LIO, iscsi_tcp and"
-          + " dm-multipath, and starts iscsid and multipathd: run it in the guest, benchmarks/guest-bench");
-    }
-    String why = GuestIscsi.whyUnavailable();
-    if (!why.isEmpty()) {
-      throw new IllegalStateException("IscsiStageBenchmark " + why);
-    }
+    // It starts iscsid and multipathd itself: benchmarks/guest-bench runs it in the guest.
+    Requirements.require("IscsiStageBenchmark", HostRequirements.whyNoIscsi());
     Requirements.requireRoot();
     for (String tool : List.of("iscsiadm", "multipathd", "multipath", "blkid", "mount", "umount")) {
       Requirements.requireBinary(tool);

@@ -1,58 +1,34 @@
 package dev.caravan.benchmarks;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import dev.caravan.storage.testing.HostRequirements;
+import java.util.Optional;
 
 /**
- * What the benchmarks need from the machine. They mount and attach loop devices for real, so a
- * missing requirement fails the trial at once with a message naming it, instead of measuring an
- * error path.
+ * What the benchmarks need from the machine, as host-storage's {@link HostRequirements} (the tests'
+ * one definition of each) answers it. They mount and attach loop devices for real, so a missing
+ * requirement fails the trial at once with a message naming it, instead of measuring an error path.
  */
 final class Requirements {
   private Requirements() {}
 
   /** Effective uid 0: mount(2) and the loop ioctls need CAP_SYS_ADMIN. */
   static void requireRoot() {
-    if (effectiveUid() != 0) {
-      throw new IllegalStateException(
-          "this benchmark mounts and attaches loop devices: run it as root (effective uid is "
-              + effectiveUid()
-              + ")");
-    }
+    require("this benchmark", HostRequirements.whyNotRoot());
   }
 
   static void requireLoopControl() {
-    if (!Files.exists(Path.of("/dev/loop-control"))) {
-      throw new IllegalStateException("this benchmark needs loop devices: no /dev/loop-control");
-    }
+    require("this benchmark", HostRequirements.whyNoLoopDevices());
   }
 
   /** The binary a shell-out benchmark compares against, found on PATH as ProcessBuilder would. */
   static void requireBinary(String name) {
-    String path = System.getenv().getOrDefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
-    for (String dir : path.split(":", -1)) {
-      if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, name))) {
-        return;
-      }
-    }
-    throw new IllegalStateException(
-        "this benchmark compares against the " + name + " binary, which is not on PATH " + path);
+    require("this benchmark", HostRequirements.whyNoTool(name));
   }
 
-  // The "Uid:" line of /proc/self/status is real, effective, saved, filesystem uid.
-  private static long effectiveUid() {
-    try {
-      for (String line :
-          Files.readAllLines(Path.of("/proc/self/status"), StandardCharsets.US_ASCII)) {
-        if (line.startsWith("Uid:")) {
-          return Long.parseLong(line.substring("Uid:".length()).trim().split("\\s+", -1)[1]);
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      throw new IllegalStateException("cannot read the effective uid from /proc/self/status", e);
+  /** Fails the trial of {@code benchmark} with {@code why}, when the machine lacks something. */
+  static void require(String benchmark, Optional<String> why) {
+    if (why.isPresent()) {
+      throw new IllegalStateException(benchmark + " " + why.get());
     }
-    throw new IllegalStateException("/proc/self/status has no Uid: line");
   }
 }

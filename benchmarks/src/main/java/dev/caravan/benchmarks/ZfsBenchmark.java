@@ -1,10 +1,9 @@
 package dev.caravan.benchmarks;
 
 import dev.caravan.storage.exec.ToolRunner;
+import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.zfs.Zfs;
 import dev.caravan.storage.zfs.ZvolSpec;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
@@ -65,18 +64,10 @@ public class ZfsBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() {
-    if (!Files.exists(Path.of("/dev/zfs"))) {
-      throw new IllegalStateException(
-          "ZfsBenchmark needs real ZFS and there is no /dev/zfs: run it in the guest, "
-              + "scripts/guest-test run -- java -jar benchmarks/target/benchmarks.jar Zfs");
-    }
+    // It creates and destroys datasets, only under $CARAVAN_TEST_POOL/bench-*: scripts/guest-test run --
+    // java -jar benchmarks/target/benchmarks.jar Zfs runs it in the guest, on the scratch pool.
+    Requirements.require("ZfsBenchmark", HostRequirements.whyNoZfs());
     String pool = System.getenv("CARAVAN_TEST_POOL");
-    if (pool == null || pool.isBlank()) {
-      throw new IllegalStateException(
-          "ZfsBenchmark creates and destroys datasets: set CARAVAN_TEST_POOL to a scratch pool"
-              + " (scripts/guest-test run sets it); it works only under"
-              + " $CARAVAN_TEST_POOL/bench-*");
-    }
     Requirements.requireBinary("zfs");
     byte[] random = new byte[4];
     new SecureRandom().nextBytes(random);

@@ -193,7 +193,7 @@ public final class Plugin implements AutoCloseable {
   }
 
   /** The per-object locks the services share (tests hold one to see the calls that contend for it). */
-  VolumeLocks locks() {
+  public VolumeLocks locks() {
     return locks;
   }
 

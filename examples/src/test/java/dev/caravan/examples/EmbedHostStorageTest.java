@@ -2,7 +2,6 @@ package dev.caravan.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.LoopDevice;
@@ -11,6 +10,7 @@ import dev.caravan.storage.fs.FormatOutcome;
 import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -35,18 +35,12 @@ class EmbedHostStorageTest {
 
   @BeforeEach
   void requireHost() {
-    assumeTrue(
-        status("Uid:").split("\\s+", -1)[1].equals("0"),
-        "needs root (effective uid 0): the example runs mount(2) and the loop ioctls");
-    assumeTrue(
-        Files.isWritable(Path.of("/dev/loop-control")),
-        "needs /dev/loop-control (the loop driver: modprobe loop)");
+    HostRequirements.assumeRootWithLoopDevices();
   }
 
   @Test
   void xfsRunsEveryStepAndLeavesNothing() throws IOException {
-    assumeTool("mkfs.xfs", "xfsprogs");
-    assumeTool("xfs_growfs", "xfsprogs");
+    HostRequirements.assumeXfs();
 
     EmbedHostStorage.Outcome outcome = new EmbedHostStorage(out, FsType.XFS).run(parent);
 
@@ -71,14 +65,13 @@ class EmbedHostStorageTest {
 
   @Test
   void ext4GrowsOnlyWithCapSysResourceAndOtherwiseSaysWhy() throws IOException {
-    assumeTool("mkfs.ext4", "e2fsprogs");
-    assumeTool("resize2fs", "e2fsprogs");
+    HostRequirements.assumeLoopAndExt4();
 
     EmbedHostStorage.Outcome outcome = new EmbedHostStorage(out, FsType.EXT4).run(parent);
 
     assertThat(line("format")).contains("formatted ext4");
     assertThat(outcome.afterWrite().usedBytes()).isGreaterThanOrEqualTo(EmbedHostStorage.WRITTEN_BYTES);
-    if (hasCapSysResource()) {
+    if (HostRequirements.hasCapSysResource()) {
       assertThat(outcome.grown()).isTrue();
       assertThat(outcome.afterGrow().totalBytes()).isGreaterThan(outcome.afterWrite().totalBytes());
     } else {
@@ -93,8 +86,7 @@ class EmbedHostStorageTest {
   @ParameterizedTest(name = "failing after {0}")
   @ValueSource(strings = {"workdir", "create", "attach", "format", "mount", "write", "grow"})
   void aFailureAtAnyStepStillUndoesEverything(String step) throws IOException {
-    assumeTool("mkfs.xfs", "xfsprogs");
-    assumeTool("xfs_growfs", "xfsprogs");
+    HostRequirements.assumeXfs();
 
     assertThatThrownBy(() -> new EmbedHostStorage(out, FsType.XFS, Optional.of(step)).run(parent))
         .isInstanceOf(StorageException.class)
@@ -143,29 +135,5 @@ class EmbedHostStorageTest {
 
   private String printed() {
     return printed.toString(StandardCharsets.UTF_8);
-  }
-
-  private static void assumeTool(String tool, String debianPackage) {
-    boolean found =
-        Stream.of(System.getenv().getOrDefault("PATH", "").split(":", -1))
-            .filter(dir -> !dir.isEmpty())
-            .anyMatch(dir -> Files.isExecutable(Path.of(dir, tool)));
-    assumeTrue(found, "needs " + tool + " on PATH (apt-get install " + debianPackage + ")");
-  }
-
-  private static boolean hasCapSysResource() {
-    return (Long.parseUnsignedLong(status("CapEff:"), 16) & (1L << 24)) != 0;
-  }
-
-  private static String status(String key) {
-    try (Stream<String> lines = Files.lines(Path.of("/proc/self/status"))) {
-      return lines
-          .filter(line -> line.startsWith(key))
-          .map(line -> line.substring(key.length()).strip())
-          .findFirst()
-          .orElseThrow();
-    } catch (IOException e) {
-      throw new java.io.UncheckedIOException(e);
-    }
   }
 }

@@ -1,19 +1,18 @@
 package dev.caravan.csi.dhv;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.dhv.DhvEnv.Node;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;
-import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -61,7 +60,7 @@ class DhvPluginOnFileTest {
   /** Whatever a failed test left mounted or attached under its directory goes, before the directory does. */
   @AfterEach
   void tearDown() {
-    if (!HostCapabilities.current().isRoot()) {
+    if (!HostRequirements.isRoot()) {
       return;
     }
     List<MountEntry> mine = MountTable.read().stream().filter(m -> m.mountPoint().startsWith(work))
@@ -121,7 +120,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void createRecreateGrowDeleteDeleteAgain() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("db data/../../etc", 32 * MIB); // the name never reaches a path
     Outcome created = create(nodeA, v);
     Path path = nodeA.volumesDir().resolve(v.id());
@@ -154,7 +153,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void theAutoDeleteAfterAFailedCreateRemovesOnlyItsOwnVolume() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume a = volume("a", 16 * MIB);
     Volume b = volume("b", 16 * MIB);
     Volume c = volume("c", 16 * MIB);
@@ -184,7 +183,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void theAgentStartCreateRestoresWhatARebootTookDown() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("restored", 16 * MIB);
     Outcome created = create(nodeA, v);
     Path path = nodeA.volumesDir().resolve(v.id());
@@ -200,7 +199,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void concurrentRestoresAtAgentStartEachFinishOnce() throws Exception {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     List<Volume> volumes = List.of(volume("r1", 16 * MIB), volume("r2", 16 * MIB), volume("r3", 16 * MIB));
     for (Volume v : volumes) {
       create(nodeA, v);
@@ -237,7 +236,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void aCreateKilledAtItsDeadlineIsFinishedByTheNextOne() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("killed", 16 * MIB);
     boolean sawKill = false;
     for (long ms : List.of(400L, 900L, 1400L, 1900L, 2400L)) {
@@ -261,7 +260,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void aDeleteAfterACreateKilledAnywhereLeavesNothing() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     for (long ms : List.of(700L, 1100L, 1500L)) {
       Volume v = volume("cut-" + ms, 16 * MIB);
       Path path = nodeA.volumesDir().resolve(v.id());
@@ -278,7 +277,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void aFirstCreateThatFailsRemovesWhatItMade() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("blocked", 16 * MIB);
     Path path = nodeA.volumesDir().resolve(v.id());
     Path elsewhere = Files.createDirectories(work.resolve("elsewhere"));
@@ -297,7 +296,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void aFailedCreateNeverDestroysAVolumeItFoundHoldingData() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("found", 16 * MIB);
     Outcome created = create(nodeA, v);
     Path path = nodeA.volumesDir().resolve(v.id());
@@ -321,7 +320,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void parametersAreCheckedAndTheRootGetsModeAndOwner() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume bad = volume("bad", 16 * MIB).withParameters("{\"compression\":\"lz4\"}");
     Outcome refused = NomadDhvRunner.run(exe("caravan-file"), "create", DhvEnv.create(nodeA, bad),
         NomadDhvRunner.OP_DEADLINE);
@@ -361,7 +360,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void deferredVolumesMoveBetweenNodesWithOneWriterAtATime() throws IOException {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("shared", 16 * MIB);
     Outcome created = ok(run("caravan-file-deferred", "create", DhvEnv.create(nodeA, v)));
     assertThat(created.json()).containsOnlyKeys("bytes").containsEntry("bytes", 16 * MIB);
@@ -426,7 +425,7 @@ class DhvPluginOnFileTest {
 
   @Test
   void concurrentPublishesOnTwoNodesLetExactlyOneWin() throws Exception {
-    requireLoopAndExt4();
+    HostRequirements.assumeLoopAndExt4();
     Volume v = volume("contended", 16 * MIB);
     ok(run("caravan-file-deferred", "create", DhvEnv.create(nodeA, v)));
     List<Callable<Outcome>> calls = List.of(
@@ -449,14 +448,6 @@ class DhvPluginOnFileTest {
   }
 
   // ---- helpers ---------------------------------------------------------------------------------
-
-  private static void requireLoopAndExt4() {
-    HostCapabilities host = HostCapabilities.current();
-    assumeTrue(host.isRoot(), "needs root (mount(2) and loop devices)");
-    assumeTrue(host.hasLoopDevices(), "needs loop device support (/dev/loop-control)");
-    assumeTrue(host.tool("mkfs.ext4").isPresent() && host.tool("resize2fs").isPresent(),
-        "needs mkfs.ext4 and resize2fs (e2fsprogs)");
-  }
 
   private Path exe(String id) {
     return pluginDir.resolve(id);

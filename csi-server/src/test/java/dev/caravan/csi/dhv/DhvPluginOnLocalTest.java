@@ -1,15 +1,14 @@
 package dev.caravan.csi.dhv;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.dhv.DhvEnv.Node;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
-import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -48,11 +47,7 @@ class DhvPluginOnLocalTest {
 
   @BeforeEach
   void setUp() {
-    HostCapabilities host = HostCapabilities.current();
-    assumeTrue(host.hasZfsModule() && host.isRoot(),
-        "needs real ZFS (/dev/zfs, as root): it runs in the guest kernel of scripts/guest-suite");
-    assumeTrue(System.getenv("CARAVAN_TEST_POOL") != null,
-        "needs the test pool that scripts/guest-test creates (CARAVAN_TEST_POOL is unset)");
+    HostRequirements.assumeZfs();
     dataDir = work.resolve("data");
     String name = work.getFileName().toString().replaceAll("[^A-Za-z0-9]", "").toLowerCase(Locale.ROOT);
     parent = "dhv-" + name.substring(Math.max(0, name.length() - 10));

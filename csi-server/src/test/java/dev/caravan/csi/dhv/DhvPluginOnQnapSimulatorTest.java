@@ -4,17 +4,16 @@ import static dev.caravan.csi.dhv.QnapDhvWorld.GIB;
 import static dev.caravan.csi.dhv.QnapDhvWorld.volume;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;
 import dev.caravan.csi.dhv.QnapDhvWorld.PluginNode;
-import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -178,7 +177,7 @@ class DhvPluginOnQnapSimulatorTest {
 
   @Test
   void anUnpublishWithoutAJournalRecordKeepsTheFenceWhileSomethingIsMountedAtTheVolumesPath() throws IOException {
-    assumeTrue(HostCapabilities.current().isRoot(), "needs root (mount(2))");
+    HostRequirements.assumeRoot();
     Volume v = volume("still-mounted", GIB, "null");
     world.ok(nodeA, "deferred", DhvEnv.create(nodeA.env(), v));
     String id = world.backendId(v);

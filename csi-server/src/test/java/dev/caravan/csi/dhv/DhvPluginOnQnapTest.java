@@ -3,7 +3,6 @@ package dev.caravan.csi.dhv;
 import static dev.caravan.csi.dhv.QnapDhvWorld.GIB;
 import static dev.caravan.csi.dhv.QnapDhvWorld.volume;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
@@ -13,6 +12,7 @@ import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
 import dev.caravan.storage.multipath.Multipath;
+import dev.caravan.storage.testing.GuestIscsi;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,27 +51,13 @@ class DhvPluginOnQnapTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")), "needs the guest kernel (LIO, iscsi_tcp, dm-multipath,"
-        + " iscsid, multipathd): scripts/guest-suite runs it; DhvPluginOnQnapSimulatorTest covers the controller"
-        + " half on the host");
-    guestIscsi();
+    // DhvPluginOnQnapSimulatorTest covers the controller half on the host.
+    GuestIscsi.assumeAvailable();
     List<String> portals = List.of("127.0.0.1:3260", "127.0.0.2:3260");
     world = new QnapDhvWorld(work, SimulatedAppliance.start(work).withLio(work.resolve("lio"), portals), portals);
     String self = Iscsi.system().initiatorName();
     nodeA = world.node("nodeA", self);
     nodeB = world.node("nodeB", self);
-  }
-
-  /** Starts the guest's iSCSI world through host-storage's GuestIscsi (a test class of that module). */
-  private static void guestIscsi() {
-    try {
-      Class<?> guest = Class.forName("dev.caravan.storage.testing.GuestIscsi");
-      String why = (String) guest.getMethod("whyUnavailable").invoke(null);
-      assumeTrue(why.isEmpty(), why);
-      guest.getMethod("assumeAvailable").invoke(null);
-    } catch (ReflectiveOperationException e) {
-      assumeTrue(false, "needs host-storage's test classes on the class path (GuestIscsi): " + e);
-    }
   }
 
   /** What a failed test left: its unpublishes (the plugin's own way out), its mounts, then the targets. */

@@ -1,6 +1,5 @@
 package dev.caravan.csi.peer;
 
-import dev.caravan.storage.HostCapabilities;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -23,16 +22,6 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
 
   private final Map<String, String> pools = new LinkedHashMap<>();
   private final List<Path> files = new ArrayList<>();
-
-  /** Why this machine cannot host the pools; empty when it can (the guest of scripts/guest-suite). */
-  static Optional<String> missing() {
-    HostCapabilities host = HostCapabilities.current();
-    if (!host.hasZfsModule() || !host.isRoot()) {
-      return Optional.of("needs real ZFS (/dev/zfs, as root) to make a pool per node: it runs in the guest kernel of"
-          + " scripts/guest-suite");
-    }
-    return Optional.empty();
-  }
 
   /** A pool of {@code bytes} (a sparse file) for each node id. */
   GuestPools(List<String> nodes, long bytes) throws IOException {
@@ -97,7 +86,7 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
 
   /** Output of a command; "" when {@code zfs list} finds nothing; an AssertionError when anything else fails. */
   static String run(String... command) {
-    return dev.caravan.csi.GuestCommands.run(command);
+    return dev.caravan.csi.testing.GuestCommands.run(command);
   }
 
   @Override

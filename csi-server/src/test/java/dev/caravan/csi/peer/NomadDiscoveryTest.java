@@ -3,8 +3,8 @@ package dev.caravan.csi.peer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.caravan.csi.GrpcOutcomes;
-import dev.caravan.csi.NomadFake;
+import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.testing.NomadFake;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.observe.nomad.NomadClient;
 import dev.caravan.csi.v1.ListVolumesRequest;

@@ -1,7 +1,7 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.Plugin;
-import dev.caravan.csi.PluginJvm;
+import dev.caravan.csi.testing.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;

@@ -2,7 +2,7 @@ package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.GrpcOutcomes;
+import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.Volume;

@@ -3,8 +3,8 @@ package dev.caravan.csi.peer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.caravan.csi.NomadFake;
-import dev.caravan.csi.NomadFake.Instance;
+import dev.caravan.csi.testing.NomadFake;
+import dev.caravan.csi.testing.NomadFake.Instance;
 import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.nomad.NomadPaths.NomadVolume;
 import dev.caravan.csi.observe.inspect.Chain;

@@ -2,7 +2,7 @@ package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.GrpcOutcomes;
+import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.peer.v1.CreateVolumeCall;
 import dev.caravan.csi.peer.v1.DeleteVolumeCall;
 import dev.caravan.csi.peer.v1.PeerGrpc;

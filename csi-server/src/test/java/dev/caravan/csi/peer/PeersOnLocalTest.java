@@ -12,6 +12,7 @@ import dev.caravan.csi.v1.ListSnapshotsRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.ListVolumesResponse;
 import dev.caravan.csi.v1.Volume;
+import dev.caravan.storage.testing.HostRequirements;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -40,7 +41,7 @@ class PeersOnLocalTest {
 
   @BeforeAll
   static void start() throws Exception {
-    if (GuestPools.missing().isPresent()) {
+    if (HostRequirements.whyNoZfs().isPresent()) {
       return; // each test is skipped, with the reason, in needZfs()
     }
     pools = new GuestPools(NODES, 1L << 30);
@@ -64,7 +65,7 @@ class PeersOnLocalTest {
 
   @BeforeEach
   void needZfs() {
-    Optional<String> why = GuestPools.missing();
+    Optional<String> why = HostRequirements.whyNoZfs();
     assumeTrue(why.isEmpty(), () -> "the multi-node local backend " + why.orElse(""));
   }
 

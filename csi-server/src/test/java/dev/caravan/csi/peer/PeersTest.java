@@ -2,7 +2,7 @@ package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.GrpcOutcomes;
+import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;

@@ -2,7 +2,6 @@ package dev.caravan.storage.fs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.storage.UnreadableDeviceException;
 import dev.caravan.storage.block.LoopDevice;
@@ -41,12 +40,7 @@ class UnreadableStartGuestTest {
   @BeforeEach
   void requireDeviceMapper() {
     HostRequirements.assumeRootWithLoopDevices();
-    if ("1".equals(System.getenv("CARAVAN_GUEST")) && !Files.exists(Path.of("/dev/mapper/control"))) {
-      // The guest loads modules on demand; a test run alone must not depend on an earlier one's dmsetup.
-      dev.caravan.storage.testing.GuestIscsi.run(java.util.List.of("modprobe", "dm_mod"));
-    }
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/mapper/control")),
-        "needs device-mapper (dm-error): run in the guest (scripts/guest-suite)");
+    HostRequirements.assumeDeviceMapper();
   }
 
   @Test

@@ -3,9 +3,9 @@ package dev.caravan.storage.mount;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.internal.sys.Statx;
+import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -38,7 +38,7 @@ class MountTableStatxTest {
   }
 
   private static void assumeRoot() {
-    assumeTrue(HostCapabilities.current().isRoot(), "needs root (uid 0): mounts tmpfs and binds");
+    HostRequirements.assumeRoot();
   }
 
   /** The statx answer, the mountinfo-only answer, and isMountPoint agree for {@code path}. */

@@ -1,7 +1,5 @@
 package dev.caravan.storage.testing;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import dev.caravan.storage.internal.sys.UnixSocket;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -65,24 +63,9 @@ public final class GuestIscsi {
 
   private GuestIscsi() {}
 
-  /** Why this machine cannot run the iSCSI guest tests; empty when it can. */
-  public static String whyUnavailable() {
-    if (!"1".equals(System.getenv("CARAVAN_GUEST"))) {
-      return "needs a kernel with LIO, iscsi_tcp and dm-multipath: run in the guest"
-          + " (scripts/guest-test junit ... --select-class <this class>)";
-    }
-    for (String tool : List.of("iscsid", "iscsiadm", "multipathd")) {
-      if (HostToolPath.find(tool).isEmpty()) {
-        return "needs " + tool + " (apt-get install open-iscsi multipath-tools; scripts/guest/setup does)";
-      }
-    }
-    return "";
-  }
-
   /** Skips the calling test unless the guest's iSCSI world is there, and starts it on first use. */
   public static synchronized void assumeAvailable() {
-    String why = whyUnavailable();
-    assumeTrue(why.isEmpty(), why);
+    HostRequirements.assume(HostRequirements.whyNoIscsi());
     if (!started) {
       start();
       started = true;
@@ -179,21 +162,6 @@ public final class GuestIscsi {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new AssertionError(e);
-    }
-  }
-
-  /** Finds tools on PATH and in the sbin directories root's PATH has. */
-  static final class HostToolPath {
-    private HostToolPath() {}
-
-    static java.util.Optional<Path> find(String tool) {
-      List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(":", -1)));
-      dirs.addAll(List.of("/usr/sbin", "/sbin"));
-      return dirs.stream()
-          .filter(d -> !d.isEmpty())
-          .map(d -> Path.of(d, tool))
-          .filter(Files::isExecutable)
-          .findFirst();
     }
   }
 }

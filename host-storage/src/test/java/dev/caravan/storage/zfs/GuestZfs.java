@@ -1,7 +1,6 @@
 package dev.caravan.storage.zfs;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.bindings.zfs.ZfsCore;
 import dev.caravan.storage.internal.sys.Fd;
@@ -29,7 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Helpers for the tests that need a real ZFS kernel: they run inside the qemu guest of {@code
  * scripts/guest-test}, which sets {@code CARAVAN_GUEST=1} and creates the pool named in {@code
- * CARAVAN_TEST_POOL}. Elsewhere they skip.
+ * CARAVAN_TEST_POOL}. Elsewhere they skip ({@link dev.caravan.storage.testing.HostRequirements#assumeZfs}).
  *
  * <p>Every run works below its own {@code pool/zt-<run>} and {@code pool/zt-<run>-dev} and leaves
  * them behind: the guest's pool lives on a scratch disk that is thrown away after the boot.
@@ -46,14 +45,6 @@ final class GuestZfs {
   private static final String RUN = Long.toString(System.nanoTime() % 1_000_000_000L, 36);
 
   private GuestZfs() {}
-
-  static boolean isRealZfs() {
-    return "1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs"));
-  }
-
-  static void assumeRealZfs() {
-    assumeTrue(isRealZfs(), "needs real ZFS: run scripts/guest-suite (a guest kernel under qemu)");
-  }
 
   private static boolean rootsCreated;
 

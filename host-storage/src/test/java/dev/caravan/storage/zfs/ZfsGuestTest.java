@@ -11,6 +11,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.storage.internal.zfs.ZfsModuleVersion;
 import dev.caravan.storage.internal.zfs.ZvolDevices;
+import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -34,7 +35,7 @@ class ZfsGuestTest {
 
   @BeforeAll
   static void open() {
-    if (GuestZfs.isRealZfs()) {
+    if (HostRequirements.hasZfs()) {
       zfs = Zfs.open();
     }
   }
@@ -43,7 +44,7 @@ class ZfsGuestTest {
   // the reason, instead of the class silently reporting no tests at all.
   @BeforeEach
   void requireRealZfs() {
-    GuestZfs.assumeRealZfs();
+    HostRequirements.assumeZfs();
   }
 
   @AfterAll

@@ -2,15 +2,14 @@ package dev.caravan.storage.zfs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.storage.NativeLibraryUnavailableException;
 import dev.caravan.storage.testing.ForkedJvm;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -28,7 +27,7 @@ class ZfsUnavailableTest {
 
   @BeforeAll
   static void onlyWithoutZfs() {
-    assumeFalse(Files.exists(Path.of("/dev/zfs")), "this host has ZFS; see ZfsGuestTest");
+    HostRequirements.assumeNoZfsModule("see ZfsGuestTest");
     assumeTrue(
         NativeLibraries.isAvailable(NativeLibraries.Library.ZFS_CORE),
         "needs libzfs_core installed to get as far as its init");

@@ -2,9 +2,7 @@ package dev.caravan.csi.backend.file;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
@@ -14,6 +12,7 @@ import dev.caravan.storage.fs.FsType;
 import dev.caravan.storage.fs.Frozen;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,9 +38,7 @@ class FreezesTest {
 
   @BeforeEach
   void mountedVolume() throws IOException {
-    HostCapabilities host = HostCapabilities.current();
-    assumeTrue(host.isRoot() && host.hasLoopDevices() && host.tool("mkfs.ext4").isPresent(),
-        "needs root, loop devices and mkfs.ext4");
+    HostRequirements.assumeLoopAndExt4();
     dir = Files.createTempDirectory("caravan-freezes-");
     store = new FileStore(dir);
     SparseFiles.create(store.volumeImage(VOLUME), 32L << 20);

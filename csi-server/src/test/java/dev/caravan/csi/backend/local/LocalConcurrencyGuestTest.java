@@ -6,7 +6,6 @@ import static dev.caravan.csi.backend.local.LocalGuest.block;
 import static dev.caravan.csi.backend.local.LocalGuest.bytes;
 import static dev.caravan.csi.backend.local.LocalGuest.run;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.cli.UnixChannel;
@@ -24,6 +23,7 @@ import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.Snapshot;
 import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeContentSource;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -65,7 +65,7 @@ class LocalConcurrencyGuestTest {
 
   @AfterAll
   static void removeRunDataset() {
-    if ("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs"))
+    if (HostRequirements.hasZfs()
         && !run("zfs", "list", "-H", "-o", "name", POOL + "/" + PARENT).isEmpty()) {
       run("zfs", "destroy", "-r", POOL + "/" + PARENT);
     }
@@ -74,8 +74,7 @@ class LocalConcurrencyGuestTest {
   // Per test rather than in @BeforeAll, so that elsewhere each test is reported skipped, with the reason.
   @BeforeEach
   void setUp() throws IOException {
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs")),
-        "needs real ZFS: run scripts/guest-suite (a guest kernel under qemu)");
+    HostRequirements.assumeZfs();
     work = Files.createTempDirectory("caravan-local-concurrency-");
     Path data = work.resolve("data");
     plugin = Plugin.start(new Plugin.Settings("local", work.resolve("csi.sock"), NODE, data, data.resolve("node"),

@@ -31,6 +31,6 @@ final class LocalGuest {
 
   /** Runs a fixture command and returns its output; a failing {@code zfs list} yields "". */
   static String run(String... command) {
-    return dev.caravan.csi.GuestCommands.run(command);
+    return dev.caravan.csi.testing.GuestCommands.run(command);
   }
 }

@@ -1,8 +1,8 @@
 package dev.caravan.csi.backend.local;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -60,7 +60,7 @@ class LocalServeTest {
 
   @Test
   void refusesToStartWithoutZfs() throws Exception {
-    assumeFalse(Files.exists(Path.of("/dev/zfs")), "this host has ZFS; the guest tests cover serving");
+    HostRequirements.assumeNoZfsModule("the guest tests cover serving");
     Result r = serve("local.pools=tank\n");
     assertThat(r.exit()).as(r.output()).isEqualTo(1);
     assertThat(r.output()).contains("caravan: cannot start: the local backend cannot start: ")

@@ -1,11 +1,11 @@
 package dev.caravan.csi.backend.local;
 
-import dev.caravan.csi.TestClassPath;
+import dev.caravan.csi.testing.TestClassPath;
 
 import static dev.caravan.csi.backend.local.LocalGuest.POOL;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -32,8 +32,7 @@ class LocalStartGuestTest {
   // Per test rather than in @BeforeAll, so that elsewhere each test is reported skipped, with the reason.
   @BeforeEach
   void setUp() throws IOException {
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs")),
-        "needs real ZFS: run scripts/guest-suite (a guest kernel under qemu)");
+    HostRequirements.assumeZfs();
     work = Files.createTempDirectory("caravan-local-start-");
   }
 

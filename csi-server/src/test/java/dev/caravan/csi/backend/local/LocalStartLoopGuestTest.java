@@ -2,13 +2,13 @@ package dev.caravan.csi.backend.local;
 
 import static dev.caravan.csi.backend.local.LocalGuest.POOL;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import dev.caravan.csi.PluginJvm;
+import dev.caravan.csi.testing.PluginJvm;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.ProbeRequest;
+import dev.caravan.storage.testing.HostRequirements;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,8 +45,7 @@ class LocalStartLoopGuestTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    assumeTrue("1".equals(System.getenv("CARAVAN_GUEST")) && Files.exists(Path.of("/dev/zfs")),
-        "needs real ZFS: run scripts/guest-suite (a guest kernel under qemu)");
+    HostRequirements.assumeZfs();
     work = Files.createTempDirectory("caravan-start-loop-");
   }
 

@@ -3,8 +3,8 @@ package dev.caravan.csi.backend.qnap;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.caravan.csi.NomadFake;
-import dev.caravan.csi.NomadFake.Instance;
+import dev.caravan.csi.testing.NomadFake;
+import dev.caravan.csi.testing.NomadFake.Instance;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.CapacityRange;

@@ -1,8 +1,8 @@
 package dev.caravan.csi.backend.qnap;
 
-import static dev.caravan.csi.TestCertificates.cert;
-import static dev.caravan.csi.TestCertificates.keyPair;
-import static dev.caravan.csi.TestCertificates.pem;
+import static dev.caravan.csi.testing.TestCertificates.cert;
+import static dev.caravan.csi.testing.TestCertificates.keyPair;
+import static dev.caravan.csi.testing.TestCertificates.pem;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,8 +1,0 @@
-package dev.caravan.csi;
-
-class ConcurrencyConformanceOnFileTest extends ConcurrencyConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.file();
-  }
-}

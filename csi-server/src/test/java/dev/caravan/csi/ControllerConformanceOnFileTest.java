@@ -1,8 +1,0 @@
-package dev.caravan.csi;
-
-class ControllerConformanceOnFileTest extends ControllerConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.file();
-  }
-}

@@ -1,9 +1,0 @@
-package dev.caravan.csi;
-
-/** {@link ControllerRulesConformance} on the qnap backend, against the appliance simulator. */
-class ControllerRulesConformanceOnQnapTest extends ControllerRulesConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.qnap();
-  }
-}

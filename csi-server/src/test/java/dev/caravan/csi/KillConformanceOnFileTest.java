@@ -1,8 +1,0 @@
-package dev.caravan.csi;
-
-class KillConformanceOnFileTest extends KillConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.file();
-  }
-}

@@ -1,8 +1,0 @@
-package dev.caravan.csi;
-
-class NodeConformanceOnFileTest extends NodeConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.file();
-  }
-}

@@ -1,8 +1,0 @@
-package dev.caravan.csi;
-
-class NodeConformanceOnLocalTest extends NodeConformance {
-  @Override
-  TestBackend backend() {
-    return TestBackend.local();
-  }
-}

@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class ConcurrencyConformanceOnFileTest extends ConcurrencyConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.file();
+  }
+}

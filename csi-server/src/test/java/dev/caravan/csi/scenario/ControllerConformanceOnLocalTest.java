@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class ControllerConformanceOnLocalTest extends ControllerConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}

@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class ControllerConformanceOnQnapTest extends ControllerConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.qnap();
+  }
+}

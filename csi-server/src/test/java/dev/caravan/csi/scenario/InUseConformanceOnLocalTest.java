@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class InUseConformanceOnLocalTest extends InUseConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}

@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class KillConformanceOnFileTest extends KillConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.file();
+  }
+}

@@ -1,0 +1,56 @@
+package dev.caravan.csi.scenario;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The model-based test: random sequences of CSI calls (create, from a snapshot, as a clone, delete,
+ * snapshots, expand, stage, publish for mount and block at several targets, unpublish, unstage),
+ * writes through the targets, duplicate and concurrent calls, bad input, restarts, kills at crash
+ * points and DHV create/delete, against a real plugin over its real socket; after every step the
+ * invariants of {@link ModelChecks} and the spec's codes of {@link ModelSpec} must hold.
+ *
+ * <p>The seed and the step budget are fixed, so a run is repeatable; {@code -Dcaravan.model.seed},
+ * {@code -Dcaravan.model.steps} and {@code -Dcaravan.model.seeds} (how many seeds from that one) run
+ * it longer by hand, and {@code -Dcaravan.model.shrink-seconds} bounds the shrinking of a failure.
+ */
+abstract class ModelConformance {
+  static final long SEED = 20261203L;
+
+  abstract TestBackend backend();
+
+  /** Steps per run in the build: a few minutes on the host, about two of guest time in the guest. */
+  abstract int steps();
+
+  abstract ModelGenerator.Options options();
+
+  @Test
+  void randomSequencesKeepEveryInvariant() throws Exception {
+    TestBackend backend = backend();
+    backend.assumeAvailable();
+    backend.assumeNodeSide();
+    long seed = Long.getLong("caravan.model.seed", SEED);
+    int steps = Integer.getInteger("caravan.model.steps", steps());
+    int seeds = Integer.getInteger("caravan.model.seeds", 1);
+    ModelRunner runner = new ModelRunner(backend, options(),
+        Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 300)));
+    List<String> found = new ArrayList<>();
+    for (long s = seed; s < seed + seeds; s++) {
+      long start = System.nanoTime();
+      Optional<ModelRunner.Counterexample> c = runner.explore(s, steps);
+      System.out.printf("model run on %s: seed %d, %d steps, %s, %d s%n", backend, s, steps,
+          c.map(x -> "COUNTEREXAMPLE (" + x.failure().kind + ")").orElse("every invariant held"),
+          Duration.ofNanos(System.nanoTime() - start).toSeconds());
+      c.ifPresent(x -> {
+        System.out.println(x.report());
+        found.add(x.report());
+      });
+    }
+    if (!found.isEmpty()) {
+      throw new AssertionError("the model found " + found.size() + " counterexample(s):\n" + String.join("\n", found));
+    }
+  }
+}

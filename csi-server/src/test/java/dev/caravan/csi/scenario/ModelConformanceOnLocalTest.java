@@ -1,0 +1,24 @@
+package dev.caravan.csi.scenario;
+
+/**
+ * The model-based test on the local backend (real OpenZFS zvols, in the guest): a smaller budget, and
+ * neither kills nor DHV operations, each of which starts a JVM (minutes under TCG); the crash points
+ * are cased one by one in {@link KillConformanceOnLocalTest}, and the shared node code is killed at
+ * every step by the file backend's model run.
+ */
+class ModelConformanceOnLocalTest extends ModelConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+
+  @Override
+  int steps() {
+    return 40;
+  }
+
+  @Override
+  ModelGenerator.Options options() {
+    return new ModelGenerator.Options(false, false);
+  }
+}

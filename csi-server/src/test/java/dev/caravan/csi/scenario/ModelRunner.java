@@ -1,0 +1,156 @@
+package dev.caravan.csi.scenario;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Runs model-based sequences on a fresh plugin each: drawn from a seed ({@link #explore}), or given
+ * ({@link #replay}), checking every invariant after every step and at the end, after the whole state
+ * is taken down through the API. A failing drawn run is shrunk by delta debugging (ddmin) to a short
+ * sequence that still breaks the same invariant, and reported as a numbered list of steps with its
+ * seed and its Java form, ready to be pasted into a named regression test.
+ */
+final class ModelRunner {
+  /** A run that broke an invariant: the steps up to and including the failing one. */
+  record Counterexample(long seed, int ran, List<ModelStep> steps, ModelFailure failure) {
+    String report() {
+      return "seed " + seed + ": " + failure.kind + " broken at step " + ran + ", shrunk to " + steps.size()
+          + " steps:\n"
+          + ModelStep.describe(steps) + "failure: " + failure.getMessage() + "\n";
+    }
+  }
+
+  private final TestBackend backend;
+  private final ModelGenerator.Options options;
+  private final Duration shrinkBudget;
+
+  ModelRunner(TestBackend backend, ModelGenerator.Options options, Duration shrinkBudget) {
+    this.backend = backend;
+    this.options = options;
+    this.shrinkBudget = shrinkBudget;
+  }
+
+  /**
+   * Long runs by hand, outside the build: {@code ModelRunner <backend> <first seed> <seeds> <steps>},
+   * on the test class path; prints one line per seed and each counterexample, shrunk.
+   */
+  public static void main(String[] args) throws Exception {
+    TestBackend backend = switch (args[0]) {
+      case "local" -> TestBackend.local();
+      case "qnap" -> TestBackend.qnapOnLio();
+      default -> TestBackend.file();
+    };
+    long first = Long.parseLong(args[1]);
+    int steps = Integer.parseInt(args[3]);
+    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file")),
+        Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 900)));
+    for (long seed = first; seed < first + Long.parseLong(args[2]); seed++) {
+      long start = System.nanoTime();
+      Optional<Counterexample> c = runner.explore(seed, steps);
+      System.out.printf("seed %d, %d steps: %s (%d s)%n", seed, steps, c.map(x -> "COUNTEREXAMPLE").orElse("held"),
+          Duration.ofNanos(System.nanoTime() - start).toSeconds());
+      c.ifPresent(x -> System.out.println(x.report()));
+      System.out.flush();
+    }
+  }
+
+  /** Draws and runs {@code budget} steps from {@code seed}; a counterexample comes back shrunk. */
+  Optional<Counterexample> explore(long seed, int budget) throws Exception {
+    ModelGenerator g = new ModelGenerator(seed, options, backend);
+    List<ModelStep> done = new ArrayList<>();
+    Optional<ModelFailure> failure = run(s -> done.size() < budget ? Optional.of(g.next(s)) : Optional.empty(), done);
+    if (failure.isEmpty()) {
+      return Optional.empty();
+    }
+    System.out.println("seed " + seed + ": " + failure.get().getMessage() + "\nat step " + done.size() + " ("
+        + done.get(done.size() - 1) + "); shrinking");
+    System.out.flush();
+    List<ModelStep> shrunk = shrink(done, failure.get().kind);
+    ModelFailure last = replay(shrunk).orElse(failure.get());
+    return Optional.of(new Counterexample(seed, done.size(), shrunk, last));
+  }
+
+  /** Runs exactly {@code steps}; the first invariant broken, if any. */
+  Optional<ModelFailure> replay(List<ModelStep> steps) throws Exception {
+    List<ModelStep> done = new ArrayList<>();
+    return run(s -> done.size() < steps.size() ? Optional.of(steps.get(done.size())) : Optional.empty(), done);
+  }
+
+  @FunctionalInterface
+  private interface Source {
+    Optional<ModelStep> next(ModelState m);
+  }
+
+  private Optional<ModelFailure> run(Source source, List<ModelStep> done) throws Exception {
+    PluginFixture f = PluginFixture.start(backend);
+    ModelFailure failure = null;
+    try (ModelDriver d = new ModelDriver(f, options.dhv())) {
+      ModelChecks checks = new ModelChecks(d);
+      try {
+        checks.all();
+        for (Optional<ModelStep> s = source.next(d.m); s.isPresent(); s = source.next(d.m)) {
+          done.add(s.get());
+          d.apply(s.get());
+          checks.all();
+        }
+        d.tearDown();
+        checks.nothingLeft();
+      } catch (ModelFailure e) {
+        failure = e;
+      } catch (RuntimeException | AssertionError e) {
+        failure = new ModelFailure("unexpected " + e.getClass().getSimpleName(), String.valueOf(e.getMessage()), e);
+      }
+    } finally {
+      try {
+        f.close();
+      } catch (AssertionError e) {
+        if (failure == null) {
+          failure = new ModelFailure("nothing leaked", e.getMessage(), e);
+        }
+      }
+    }
+    return Optional.ofNullable(failure);
+  }
+
+  /**
+   * ddmin over the steps: drops chunks, then single steps, while the run still breaks the invariant
+   * of {@code kind}; stops early when the budget is spent (the result is then short, not minimal).
+   */
+  List<ModelStep> shrink(List<ModelStep> failing, String kind) throws Exception {
+    long deadline = System.nanoTime() + shrinkBudget.toNanos();
+    List<ModelStep> steps = new ArrayList<>(failing);
+    // First without the steps that each start a JVM (kills, DHV): most failures need none of them.
+    List<ModelStep> cheap = steps.stream().filter(s -> s.crash().isEmpty() && !s.op().name().startsWith("DHV")).toList();
+    if (cheap.size() < steps.size()) {
+      Optional<ModelFailure> f = replay(cheap);
+      if (f.isPresent() && f.get().kind.equals(kind)) {
+        steps = new ArrayList<>(cheap);
+      }
+    }
+    int n = 2;
+    while (steps.size() >= 2 && System.nanoTime() < deadline) {
+      int chunk = (steps.size() + n - 1) / n;
+      boolean reduced = false;
+      for (int start = 0; start < steps.size() && System.nanoTime() < deadline; start += chunk) {
+        List<ModelStep> without = new ArrayList<>(steps.subList(0, start));
+        without.addAll(steps.subList(Math.min(steps.size(), start + chunk), steps.size()));
+        Optional<ModelFailure> f = replay(without);
+        if (f.isPresent() && f.get().kind.equals(kind)) {
+          steps = without;
+          n = Math.max(n - 1, 2);
+          reduced = true;
+          break;
+        }
+      }
+      if (!reduced) {
+        if (n >= steps.size()) {
+          break;
+        }
+        n = Math.min(steps.size(), n * 2);
+      }
+    }
+    return steps;
+  }
+}

@@ -1,0 +1,114 @@
+package dev.caravan.csi.scenario;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.stream.Collectors;
+
+/**
+ * One step of a model-based run ({@link ModelRunner}): an operation on symbolic names (volumes
+ * {@code v0..}, snapshots {@code s0..}, targets by number), never on plugin ids, so that any
+ * subsequence of a run is again a valid run (a step on a name nobody created is a call with an unknown
+ * id, whose answer the spec names too). That is what lets a failing run shrink.
+ *
+ * @param op what the step does
+ * @param vol the volume (or DHV volume) name the step is about
+ * @param other the second name: the snapshot of SNAPSHOT, DELETE_SNAPSHOT and CREATE_FROM_SNAPSHOT, the
+ *     source volume of CLONE
+ * @param n a small number: the target of PUBLISH, UNPUBLISH and STATS, the access mode of CREATE (0
+ *     single-node-writer, 1 single-node-multi-writer, 2 single-node-single-writer), how many records WRITE appends, the variant of BAD
+ * @param flag block access for CREATE, read-only for PUBLISH, the wrong access type for STAGE
+ * @param twice the call is made twice at once (a CO that lost track of it)
+ * @param crash the crash point the plugin dies at during this step ("" for none): the plugin runs as a
+ *     process of its own armed with it, and the CO's retry of the same call follows its death
+ */
+record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean twice, String crash) {
+  enum Op {
+    CREATE,
+    CREATE_FROM_SNAPSHOT,
+    CLONE,
+    DELETE,
+    SNAPSHOT,
+    DELETE_SNAPSHOT,
+    EXPAND,
+    STAGE,
+    PUBLISH,
+    UNPUBLISH,
+    UNSTAGE,
+    WRITE,
+    VERIFY,
+    STATS,
+    BAD,
+    RESTART,
+    DHV_CREATE,
+    DHV_DELETE
+  }
+
+  static ModelStep of(Op op, String vol) {
+    return new ModelStep(op, vol, "", 0, false, false, "");
+  }
+
+  ModelStep withOther(String o) {
+    return new ModelStep(op, vol, o, n, flag, twice, crash);
+  }
+
+  ModelStep withN(int value) {
+    return new ModelStep(op, vol, other, value, flag, twice, crash);
+  }
+
+  ModelStep withFlag(boolean value) {
+    return new ModelStep(op, vol, other, n, value, twice, crash);
+  }
+
+  ModelStep madeTwice() {
+    return new ModelStep(op, vol, other, n, flag, true, crash);
+  }
+
+  ModelStep crashingAt(String step) {
+    return new ModelStep(op, vol, other, n, flag, twice, step);
+  }
+
+  @Override
+  public String toString() {
+    StringBuilder s = new StringBuilder(op.name().toLowerCase(Locale.ROOT).replace('_', '-'));
+    if (!vol.isEmpty()) {
+      s.append(' ').append(vol);
+    }
+    if (!other.isEmpty()) {
+      s.append(' ').append(other);
+    }
+    switch (op) {
+      case CREATE -> s.append(flag ? " block" : " mount")
+          .append(n == 1 ? " multi-writer" : n == 2 ? " single-node-single-writer" : " single-node-writer");
+      case PUBLISH -> s.append(" t").append(n).append(flag ? " read-only" : " read-write");
+      case UNPUBLISH, STATS -> s.append(" t").append(n);
+      case WRITE -> s.append(' ').append(n).append(" records");
+      case BAD -> s.append(" #").append(n);
+      case STAGE -> s.append(flag ? " wrong-access-type" : "");
+      default -> { }
+    }
+    if (twice) {
+      s.append(" (twice at once)");
+    }
+    if (!crash.isEmpty()) {
+      s.append(" (plugin dies at ").append(crash).append(", then the retry)");
+    }
+    return s.toString();
+  }
+
+  /** The step as Java source, to paste into a named regression test. */
+  String javaLiteral() {
+    return "new ModelStep(ModelStep.Op." + op + ", \"" + vol + "\", \"" + other + "\", " + n + ", " + flag + ", "
+        + twice + ", \"" + crash + "\")";
+  }
+
+  /** A sequence as a numbered, readable list followed by its Java form. */
+  static String describe(List<ModelStep> steps) {
+    StringBuilder s = new StringBuilder();
+    for (int i = 0; i < steps.size(); i++) {
+      s.append(String.format(Locale.ROOT, "  %3d. %s%n", i + 1, steps.get(i)));
+    }
+    s.append("as Java:\n  List.of(\n").append(steps.stream().map(st -> "      " + st.javaLiteral())
+        .collect(Collectors.joining(",\n"))).append(")\n");
+    return s.toString();
+  }
+}

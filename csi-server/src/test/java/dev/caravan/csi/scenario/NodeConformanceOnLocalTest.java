@@ -1,0 +1,8 @@
+package dev.caravan.csi.scenario;
+
+class NodeConformanceOnLocalTest extends NodeConformance {
+  @Override
+  TestBackend backend() {
+    return TestBackend.local();
+  }
+}

@@ -1,0 +1,18 @@
+package dev.caravan.csi.scenario;
+
+class RequestFuzzOnFileTest extends RequestFuzz {
+  @Override
+  TestBackend backend() {
+    return TestBackend.file();
+  }
+
+  @Override
+  int defaultTries() {
+    return 200;
+  }
+
+  @Override
+  boolean isolatePlugin() {
+    return true;
+  }
+}
