@@ -5,8 +5,8 @@ import dev.caravan.csi.Plugin;
 import dev.caravan.csi.cli.UnixChannel;
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.storage.testing.LoopbackPorts;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,10 +20,8 @@ import java.util.stream.Stream;
 final class PeerFixtures {
   private PeerFixtures() {}
 
-  static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
+  static int freePort() {
+    return LoopbackPorts.unused();
   }
 
   /** Runs {@code openssl} with {@code args} in {@code dir}; fails with its output when it fails. */

@@ -10,9 +10,9 @@ import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
 import dev.caravan.csi.v1.ControllerGrpc;
 import dev.caravan.csi.observe.metrics.PrometheusMetrics;
+import dev.caravan.storage.testing.LoopbackPorts;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -126,7 +126,7 @@ final class PeerCluster implements AutoCloseable {
         storage);
     c.nomad = nomad;
     for (Map.Entry<String, Long> e : reserves.entrySet()) {
-      Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), freePort(), e.getValue());
+      Node n = new Node(e.getKey(), c.work.resolve(e.getKey()), LoopbackPorts.unused(), e.getValue());
       PeerCa.write(n.tls(), c.ca.issue(n.id), c.ca.cert);
       c.nodes.put(n.id, n);
     }
@@ -262,11 +262,6 @@ final class PeerCluster implements AutoCloseable {
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
-  }
 
   @Override
   public void close() throws IOException {

@@ -8,10 +8,10 @@ import dev.caravan.csi.cli.Main;
 import dev.caravan.csi.iscsi.IscsiGc;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.metrics.PrometheusMetrics;
+import dev.caravan.storage.testing.LoopbackPorts;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,10 +53,7 @@ class PeerCredentialsAtStartTest {
   }
 
   private Plugin start() throws Exception {
-    int port;
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
+    int port = LoopbackPorts.unused();
     PeerSettings peers = new PeerSettings(new PeerAddress("127.0.0.1", port), tls.resolve("cert.pem"),
         tls.resolve("key.pem"), tls.resolve("ca.pem"), new StaticPeers(Map.of()), 0, Duration.ofSeconds(5));
     Plugin.Settings s = Plugin.Settings.of("file", dir.resolve("csi.sock"), "n1", dir.resolve("data"))

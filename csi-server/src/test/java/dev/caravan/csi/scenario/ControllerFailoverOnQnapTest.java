@@ -16,11 +16,10 @@ import dev.caravan.csi.v1.DeleteSnapshotRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.Snapshot;
 import dev.caravan.csi.v1.Volume;
+import dev.caravan.storage.testing.LoopbackPorts;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.OptionalInt;
@@ -103,10 +102,7 @@ class ControllerFailoverOnQnapTest {
     workload = nomad.node("client-w", WORKLOAD);
     nomad.controllerOn(clientA, true);
     nomad.controllerOn(clientB, true);
-    int port;
-    try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      port = free.getLocalPort();
-    }
+    int port = LoopbackPorts.unused();
     instanceB = ForkedPlugin.start(b, "", "127.0.0.1:" + port, nomad.taskEnvironment());
     inspectB = "http://127.0.0.1:" + port;
     b.connect();
