@@ -1,5 +1,6 @@
 package dev.caravan.csi.scenario;
 
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,7 +19,9 @@ final class ModelRunner {
     String report() {
       return "seed " + seed + ": " + failure.kind + " broken at step " + ran + ", shrunk to " + steps.size()
           + " steps:\n"
-          + ModelStep.describe(steps) + "failure: " + failure.getMessage() + "\n";
+          + ModelStep.describe(steps) + "failure: " + failure.getMessage() + "\n"
+          + java.util.Arrays.stream(failure.getSuppressed()).map(t -> "and then: " + t.getMessage() + "\n")
+              .collect(java.util.stream.Collectors.joining());
     }
   }
 
@@ -103,11 +106,17 @@ final class ModelRunner {
         failure = new ModelFailure("unexpected " + e.getClass().getSimpleName(), String.valueOf(e.getMessage()), e);
       }
     } finally {
+      // Whatever the fixture finds at close (a leaked mount, a loop device still held) is a broken
+      // invariant too; after a failed step it is a consequence, reported beside the step's failure,
+      // never instead of it.
       try {
         f.close();
-      } catch (AssertionError e) {
+      } catch (AssertionError | IOException | RuntimeException e) {
+        ModelFailure leak = new ModelFailure("nothing leaked", e.getClass().getSimpleName() + ": " + e.getMessage(), e);
         if (failure == null) {
-          failure = new ModelFailure("nothing leaked", e.getMessage(), e);
+          failure = leak;
+        } else {
+          failure.addSuppressed(leak);
         }
       }
     }
