@@ -11,7 +11,8 @@
 # csi_plugin.mount_dir (/csi, CSI_ENDPOINT=unix:///csi/csi.sock) and the host mount root at
 # stage_publish_base_dir (/local/csi, Caravan's default allowed root in a task), plus /dev.
 # What must outlive the container comes from the host: the data directory, where the node journal
-# of what is staged and published lives (docs/failover.md: a restarted plugin unstages from it).
+# of what is staged and published lives in a container (docs/failover.md: a restarted plugin
+# unstages from it).
 
 variable "caravan_image" {
   type    = string

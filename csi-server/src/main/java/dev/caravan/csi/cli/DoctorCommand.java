@@ -81,6 +81,7 @@ final class DoctorCommand implements Callable<Integer> {
         NOMAD_MOUNT_ROOT);
     Path data = first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv));
     List<Preflight.Check> checks = new ArrayList<>(Preflight.run(drv, data, root, allowlisted));
+    checks.add(Preflight.journal(serve.journalDir, data));
     if (drv.equals("qnap") && serve.backendOptions.containsKey("url")) {
       checks.addAll(Preflight.applianceFence(serve.backendOptions, data));
     }

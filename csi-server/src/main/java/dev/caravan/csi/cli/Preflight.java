@@ -2,6 +2,7 @@ package dev.caravan.csi.cli;
 
 import dev.caravan.bindings.NativeLibraries;
 import dev.caravan.bindings.NativeLibraries.Library;
+import dev.caravan.csi.node.JournalPlace;
 import dev.caravan.csi.peer.PeerCredentialChecks;
 import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
@@ -81,6 +82,26 @@ final class Preflight {
   static List<Check> peer(Path cert, Path key, Path ca, String node) {
     return PeerCredentialChecks.check(cert, key, ca, node, Instant.now()).stream()
         .map(f -> new Check(Status.valueOf(f.severity().name()), f.subject(), f.found(), f.fix())).toList();
+  }
+
+  /**
+   * Where {@code serve} keeps the node journal with this data directory and {@code journalDir} (the
+   * flag, or null), and why; a WARN when records still lie in the other place (serve moves them at
+   * start; a running plugin of an older version still writes there).
+   */
+  static Check journal(Path journalDir, Path dataDir) {
+    JournalPlace place = journalDir != null ? JournalPlace.given(journalDir, dataDir) : JournalPlace.of(dataDir);
+    long waiting;
+    try (java.util.stream.Stream<Path> s = Files.isDirectory(place.other()) ? Files.list(place.other())
+        : java.util.stream.Stream.empty()) {
+      waiting = s.count();
+    } catch (IOException e) {
+      waiting = 0;
+    }
+    String found = place.dir() + " (" + place.why() + ")";
+    return waiting == 0 ? new Check(Status.OK, "node journal", found, "")
+        : new Check(Status.WARN, "node journal", found + "; " + waiting + " file(s) still in " + place.other(),
+            "the next `caravan serve` start moves them; restart the plugin");
   }
 
   /**

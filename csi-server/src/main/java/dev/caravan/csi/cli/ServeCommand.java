@@ -6,6 +6,7 @@ import dev.caravan.csi.config.Body;
 import dev.caravan.csi.config.ConfigException;
 import dev.caravan.csi.config.ConfigFiles;
 import dev.caravan.csi.iscsi.IscsiGc;
+import dev.caravan.csi.node.JournalPlace;
 import dev.caravan.csi.observe.ObserveSettings;
 import dev.caravan.csi.observe.http.HttpSettings;
 import dev.caravan.csi.observe.nomad.NomadClient;
@@ -17,6 +18,7 @@ import dev.caravan.csi.service.IdentityService;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.iscsi.Iscsi;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
@@ -67,6 +69,12 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(names = "--data-dir", description = "State directory (default: /var/lib/caravan/<driver>).")
   Path dataDir;
+
+  @Option(names = "--journal-dir", paramLabel = "DIR", description = "Where the node journal (what this node has"
+      + " staged and published) lives. Default: a directory named after the data directory under /run/caravan when"
+      + " that is on a tmpfs (in a container only when /run/caravan is bound in from the host), else"
+      + " <data-dir>/node. Records found in the other place are moved here at start.")
+  Path journalDir;
 
   @Option(names = "--plugin-name", description = "GetPluginInfo name (default: caravan.csi.<driver>).")
   String pluginName;
@@ -232,9 +240,18 @@ final class ServeCommand implements Callable<Integer> {
       System.err.println("caravan: " + e.getMessage());
       return 2;
     }
+    JournalPlace journal = journalDir != null ? JournalPlace.given(journalDir, data) : JournalPlace.of(data);
+    try {
+      int moved = journal.migrate();
+      LOG.log(System.Logger.Level.INFO, "node journal in {0}: {1}{2}", journal.dir(), journal.why(),
+          moved == 0 ? "" : "; moved " + moved + " record file(s) here from " + journal.other());
+    } catch (UncheckedIOException e) {
+      System.err.println("caravan: cannot start: " + e.getMessage() + ": " + e.getCause().getMessage());
+      return 1;
+    }
     Plugin plugin;
     try {
-      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, data.resolve("node"), name, max, backendOptions, observe)
+      plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, journal.dir(), name, max, backendOptions, observe)
           .withAllowedRoots(List.copyOf(allowedRoots)), gc, peering);
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       String where = applied == null ? "" : applied.whereBackend(String.valueOf(e.getMessage()));

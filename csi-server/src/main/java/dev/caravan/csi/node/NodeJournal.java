@@ -28,8 +28,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 /**
- * What this node has staged and published, kept on the host (under the data directory) so that it
- * survives a plugin crash: small properties files, one current record per volume, without fsync.
+ * What this node has staged and published, kept on the host (where {@link JournalPlace} says: a tmpfs
+ * under {@code /run/caravan}, or the data directory) so that it survives a plugin crash: small
+ * properties files, one current record per volume, without fsync.
  * That is enough: the page cache survives a plugin crash, kill or upgrade, which is what the journal
  * is for, while a power loss or kernel crash also removes every mount and loop device a record
  * describes. A record that cannot be read (empty, truncated, garbled, or naming another volume than
@@ -48,11 +49,8 @@ import java.util.stream.Stream;
  * unlinks the previous generation. Renaming <em>over</em> an existing file makes ext4 (default
  * {@code auto_da_alloc}) start writeback of the new file's data and wait for it: measured here at
  * about four times the cost of the same write renamed onto a fresh name, on every publish and
- * unpublish. Appending generations keeps the journal where it always was (no new setting, no move
- * for an upgraded plugin to migrate, the same directory for the DHV plugin and {@code caravan
- * inspect}, and the journal stays with the data directory it describes, so two plugins on one host
- * never share one), rather than moving it to a tmpfs, which a host may not have at {@code /run}
- * (this one does not). A record written by an older plugin, {@code <id>.staged}, is generation 0
+ * unpublish, where the journal lies on a disk filesystem. A record written by an older plugin,
+ * {@code <id>.staged}, is generation 0
  * and is read as it is; the first write after an upgrade supersedes it. At open the newest
  * generation of each volume wins and older ones (left by a crash between the rename and the
  * unlink) are removed.

@@ -62,6 +62,8 @@ class DoctorCommandTest {
         .contains(dev.caravan.storage.mount.ConfinedMounts.mode().description());
     assertThat(file.line("kernel: loop devices")).startsWith(status(loop));
     assertThat(file.line("data directory")).startsWith("OK").contains("will be created below " + dir);
+    dev.caravan.csi.node.JournalPlace journal = dev.caravan.csi.node.JournalPlace.of(dir.resolve("data"));
+    assertThat(file.line("node journal")).startsWith("OK").contains(journal.dir() + " (" + journal.why() + ")");
     assertThat(file.line("Nomad mount root")).contains("not created yet");
     assertThat(file.line("library libblkid.so.1")).startsWith("OK").containsPattern("loaded /\\S+/libblkid\\.so\\.1");
     assertThat(file.out()).doesNotContain("ZFS").doesNotContain("iscsid");

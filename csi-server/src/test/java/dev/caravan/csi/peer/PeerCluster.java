@@ -182,7 +182,7 @@ final class PeerCluster implements AutoCloseable {
     crashAt.ifPresent(step -> command.add("-D" + CrashPoints.PROPERTY + "=" + step));
     command.add("dev.caravan.csi.cli.Main");
     command.addAll(List.of("serve", "--http-listen=off", "--driver=" + storage.driver(), "--endpoint",
-        "unix://" + socket, "--node-id", id, "--data-dir", n.data().toString(),
+        "unix://" + socket, "--node-id", id, "--data-dir", n.data().toString(), "--journal-dir", n.data().resolve("node").toString(),
         "--peer-listen", n.address().toString(), "--peer-tls-cert", n.tls().resolve("cert.pem").toString(),
         "--peer-tls-key", n.tls().resolve("key.pem").toString(), "--peer-tls-ca", n.tls().resolve("ca.pem").toString(),
         "--placement-reserve", Long.toString(n.reserve)));

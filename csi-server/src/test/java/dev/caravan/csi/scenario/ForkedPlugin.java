@@ -1,7 +1,5 @@
 package dev.caravan.csi.scenario;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import dev.caravan.csi.Plugin;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.server.CsiServer;
@@ -46,7 +44,6 @@ final class ForkedPlugin implements AutoCloseable {
   static ForkedPlugin start(PluginFixture f, String crashAt, String httpListen, Map<String, String> env)
       throws IOException, InterruptedException {
     Plugin.Settings s = f.settings();
-    assertThat(s.journalDir()).as("caravan serve keeps its journal in <data-dir>/node").isEqualTo(s.dataDir().resolve("node"));
     Path config = f.work.resolve("forked.properties");
     Properties p = new Properties();
     s.options().forEach((k, v) -> p.setProperty(s.driver() + "." + k, v));
@@ -57,7 +54,7 @@ final class ForkedPlugin implements AutoCloseable {
     List<String> command = PluginJvm.java();
     command.addAll(List.of("-D" + CrashPoints.PROPERTY + "=" + crashAt, "dev.caravan.csi.cli.Main", "serve",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
-        "--data-dir", s.dataDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", httpListen,
+        "--data-dir", s.dataDir().toString(), "--journal-dir", s.journalDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", httpListen,
         "--config", config.toString()));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
     builder.environment().putAll(env);

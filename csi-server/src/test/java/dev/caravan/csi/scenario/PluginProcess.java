@@ -51,7 +51,7 @@ final class PluginProcess implements AutoCloseable {
     }
     command.addAll(PluginJvm.caravan(List.of("serve", "--http-listen=off",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
-        "--data-dir", s.dataDir().toString(), "--config", config.toString())));
+        "--data-dir", s.dataDir().toString(), "--journal-dir", s.journalDir().toString(), "--config", config.toString())));
     Path log = Files.createTempFile(fixture.work, "plugin-", ".log");
     Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
     PluginProcess plugin = new PluginProcess(fixture, p, log);

@@ -60,7 +60,7 @@ class RestartTest {
     Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
         "-cp", System.getProperty("java.class.path"), "dev.caravan.csi.cli.Main", "serve", "--http-listen=off",
         "--driver=file", "--endpoint", "unix://" + f.socket, "--node-id", PluginFixture.NODE,
-        "--data-dir", f.data.toString())
+        "--data-dir", f.data.toString(), "--journal-dir", f.settings().journalDir().toString())
         .redirectErrorStream(true).redirectOutput(log.toFile()).start();
     processes.add(p);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

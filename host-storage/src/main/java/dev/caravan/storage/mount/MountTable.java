@@ -77,6 +77,38 @@ public final class MountTable {
     return fromMountinfo(read(), mountPoint);
   }
 
+  /**
+   * The mount that {@code path} lies on, symlinks followed as path lookup follows them: the
+   * topmost mount at the longest mount point that contains its real path. The path must exist.
+   */
+  public static MountEntry containing(Path path) {
+    NativeAccess.require();
+    Path real;
+    try {
+      real = path.toRealPath();
+    } catch (IOException e) {
+      throw new StorageException("cannot resolve " + path, e);
+    }
+    List<MountEntry> table = read();
+    if (Statx.supported()) {
+      Optional<Statx> here = Statx.of(real);
+      if (here.isPresent()) {
+        int id = here.get().mountId();
+        Optional<MountEntry> entry = table.stream().filter(e -> e.id() == id).findFirst();
+        if (entry.isPresent()) {
+          return entry.get();
+        }
+      }
+    }
+    for (Path p = real; p != null; p = p.getParent()) {
+      Optional<MountEntry> top = fromMountinfo(table, p);
+      if (top.isPresent()) {
+        return top.get();
+      }
+    }
+    throw new StorageException("no mount in /proc/self/mountinfo contains " + real);
+  }
+
   /** {@link #at} from an already read table alone, as on a kernel without statx's mount id. */
   static Optional<MountEntry> fromMountinfo(List<MountEntry> table, Path mountPoint) {
     List<MountEntry> here = stackedAt(table, mountPoint);

@@ -112,4 +112,31 @@ class MountTableStatxTest {
     assertThat(agreed(mounted)).isEmpty();
     assertThat(Mounts.unmount(mounted)).isFalse();
   }
+
+  @Test
+  void containingNamesTheMountAPathLiesOnThroughSymlinksAndStackedMounts() throws Exception {
+    assumeRoot();
+    Path plain = scratch.directory("plain-dir");
+    MountEntry outer = MountTable.containing(plain);
+    assertThat(outer.fsType()).as("the scratch directory's own filesystem").isNotEqualTo("tmpfs");
+    assertThat(plain.toRealPath().startsWith(outer.mountPoint())).isTrue();
+
+    mounted = scratch.directory("run");
+    Mounts.mount(Path.of("tmpfs"), mounted, "tmpfs", Set.of(), "size=1m");
+    Path deep = Files.createDirectories(mounted.resolve("caravan/abc"));
+    MountEntry tmpfs = MountTable.containing(deep);
+    assertThat(tmpfs.fsType()).isEqualTo("tmpfs");
+    assertThat(tmpfs.mountPoint()).isEqualTo(mounted.toRealPath());
+    Path link = Files.createSymbolicLink(scratch.dir().resolve("to-deep"), deep);
+    assertThat(MountTable.containing(link)).as("followed, as path lookup does").isEqualTo(tmpfs);
+    assertThat(MountTable.containing(mounted)).as("a mount point lies on its own mount").isEqualTo(tmpfs);
+
+    Libc.mount("tmpfs", mounted, "tmpfs", 0, "size=2m");
+    MountEntry top = MountTable.containing(mounted);
+    assertThat(top.id()).as("the topmost of two stacked mounts").isNotEqualTo(tmpfs.id());
+    assertThat(Mounts.unmount(mounted)).isTrue();
+    assertThat(MountTable.containing(mounted)).isEqualTo(tmpfs);
+    assertThat(Mounts.unmount(mounted)).isTrue();
+    assertThat(MountTable.containing(mounted)).isEqualTo(outer);
+  }
 }
