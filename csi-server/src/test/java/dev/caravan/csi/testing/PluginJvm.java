@@ -26,7 +26,9 @@ public final class PluginJvm {
         "--enable-native-access=ALL-UNNAMED",
         // C1 only and the serial collector: a test's plugin lives for a few calls, and starts far faster so.
         "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
-    aotCache().ifPresent(cache -> command.add("-XX:AOTCache=" + cache));
+    // The cache holds code generated without AVX, for the guest's CPU (scripts/plugin-aot says why):
+    // a JVM that maps it must not expect AVX either.
+    aotCache().ifPresent(cache -> command.addAll(List.of("-XX:UseAVX=0", "-XX:AOTCache=" + cache)));
     command.addAll(List.of("-cp", classPath()));
     return command;
   }
