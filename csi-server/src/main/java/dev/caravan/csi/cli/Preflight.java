@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * What a node needs before Caravan is deployed on it, per driver, read from the host itself:
@@ -90,10 +91,9 @@ final class Preflight {
    * start; a running plugin of an older version still writes there).
    */
   static Check journal(Path journalDir, Path dataDir) {
-    JournalPlace place = journalDir != null ? JournalPlace.given(journalDir, dataDir) : JournalPlace.of(dataDir);
+    JournalPlace place = JournalPlace.choose(journalDir, dataDir);
     long waiting;
-    try (java.util.stream.Stream<Path> s = Files.isDirectory(place.other()) ? Files.list(place.other())
-        : java.util.stream.Stream.empty()) {
+    try (Stream<Path> s = Files.isDirectory(place.other()) ? Files.list(place.other()) : Stream.empty()) {
       waiting = s.count();
     } catch (IOException e) {
       waiting = 0;

@@ -240,7 +240,7 @@ final class ServeCommand implements Callable<Integer> {
       System.err.println("caravan: " + e.getMessage());
       return 2;
     }
-    JournalPlace journal = journalDir != null ? JournalPlace.given(journalDir, data) : JournalPlace.of(data);
+    JournalPlace journal = JournalPlace.choose(journalDir, data);
     try {
       int moved = journal.migrate();
       LOG.log(System.Logger.Level.INFO, "node journal in {0}: {1}{2}", journal.dir(), journal.why(),

@@ -44,7 +44,12 @@ public record JournalPlace(Path dir, Path other, String why) {
 
   /** Where a plugin with {@code dataDir} keeps its journal on this host. */
   public static JournalPlace of(Path dataDir) {
-    return of(dataDir, RUN, Container.detect());
+    return of(dataDir, RUN, inContainer());
+  }
+
+  /** {@link #given} when {@code journalDir} (the flag) is set, else {@link #of(Path)}. */
+  public static JournalPlace choose(Path journalDir, Path dataDir) {
+    return journalDir != null ? given(journalDir, dataDir) : of(dataDir);
   }
 
   /** The journal in {@code dir}, as the operator configured; records in the data directory move there. */
@@ -118,9 +123,9 @@ public record JournalPlace(Path dir, Path other, String why) {
 
   /** A stable name for the data directory: its real path's hash, so that a symlink to it agrees. */
   static String instanceName(Path dataDir) {
-    Path real = nearestExisting(dataDir.toAbsolutePath().normalize());
-    Path named = real.equals(dataDir.toAbsolutePath().normalize()) ? realPath(real)
-        : realPath(real).resolve(real.relativize(dataDir.toAbsolutePath().normalize()));
+    Path abs = dataDir.toAbsolutePath().normalize();
+    Path existing = nearestExisting(abs);
+    Path named = realPath(existing).resolve(existing.relativize(abs));
     try {
       byte[] digest = MessageDigest.getInstance("SHA-256").digest(named.toString().getBytes(StandardCharsets.UTF_8));
       return "journal-" + HexFormat.of().formatHex(digest, 0, 8);
@@ -146,12 +151,8 @@ public record JournalPlace(Path dir, Path other, String why) {
   }
 
   /** Whether this process runs in a container, by the marks container runtimes leave. */
-  static final class Container {
-    private Container() {}
-
-    static boolean detect() {
-      return Files.exists(Path.of("/.dockerenv")) || Files.exists(Path.of("/run/.containerenv"))
-          || System.getenv("container") != null;
-    }
+  private static boolean inContainer() {
+    return Files.exists(Path.of("/.dockerenv")) || Files.exists(Path.of("/run/.containerenv"))
+        || System.getenv("container") != null;
   }
 }
