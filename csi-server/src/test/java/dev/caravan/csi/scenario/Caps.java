@@ -5,38 +5,38 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
 
 /** Request-building shorthands for the tests. */
-final class Caps {
-  static final long MIB = 1L << 20;
+public final class Caps {
+  public static final long MIB = 1L << 20;
 
   private Caps() {}
 
-  static VolumeCapability mount(String fsType, Mode mode, String... flags) {
+  public static VolumeCapability mount(String fsType, Mode mode, String... flags) {
     return VolumeCapability.newBuilder()
         .setMount(VolumeCapability.MountVolume.newBuilder().setFsType(fsType).addAllMountFlags(java.util.List.of(flags)))
         .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode))
         .build();
   }
 
-  static VolumeCapability mount(String fsType) {
+  public static VolumeCapability mount(String fsType) {
     return mount(fsType, Mode.SINGLE_NODE_WRITER);
   }
 
-  static VolumeCapability block(Mode mode) {
+  public static VolumeCapability block(Mode mode) {
     return VolumeCapability.newBuilder()
         .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
         .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode))
         .build();
   }
 
-  static VolumeCapability block() {
+  public static VolumeCapability block() {
     return block(Mode.SINGLE_NODE_WRITER);
   }
 
-  static CapacityRange bytes(long required) {
+  public static CapacityRange bytes(long required) {
     return CapacityRange.newBuilder().setRequiredBytes(required).build();
   }
 
-  static CapacityRange range(long required, long limit) {
+  public static CapacityRange range(long required, long limit) {
     return CapacityRange.newBuilder().setRequiredBytes(required).setLimitBytes(limit).build();
   }
 }

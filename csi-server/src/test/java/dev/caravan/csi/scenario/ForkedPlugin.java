@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * that it can die for real: armed with a crash point, it halts the moment it reaches that step.
  * {@link #close()} kills it if it is still running.
  */
-final class ForkedPlugin implements AutoCloseable {
+public final class ForkedPlugin implements AutoCloseable {
   /** Under TCG in the guest a JVM needs minutes to come up; on the host a second or two. */
   private static final long START_SECONDS = 300;
 
@@ -33,7 +33,7 @@ final class ForkedPlugin implements AutoCloseable {
   }
 
   /** Starts {@code caravan serve} on {@code f}'s socket, data directory and options; returns once it answers. */
-  static ForkedPlugin start(PluginFixture f, String crashAt) throws IOException, InterruptedException {
+  public static ForkedPlugin start(PluginFixture f, String crashAt) throws IOException, InterruptedException {
     return start(f, crashAt, "off", Map.of());
   }
 
@@ -41,7 +41,7 @@ final class ForkedPlugin implements AutoCloseable {
    * The same, its observe API on {@code httpListen} ({@code --http-listen}), with {@code env} added to
    * its environment (a Nomad task's, for its Nomad layer).
    */
-  static ForkedPlugin start(PluginFixture f, String crashAt, String httpListen, Map<String, String> env)
+  public static ForkedPlugin start(PluginFixture f, String crashAt, String httpListen, Map<String, String> env)
       throws IOException, InterruptedException {
     Plugin.Settings s = f.settings();
     Path config = f.work.resolve("forked.properties");
@@ -72,13 +72,13 @@ final class ForkedPlugin implements AutoCloseable {
   }
 
   /** Waits up to {@code seconds} for the process to end; its exit status, or empty while it still runs. */
-  OptionalInt exitStatus(long seconds) throws InterruptedException {
+  public OptionalInt exitStatus(long seconds) throws InterruptedException {
     return process.waitFor(seconds, TimeUnit.SECONDS) ? OptionalInt.of(process.exitValue())
         : OptionalInt.empty();
   }
 
   /** What the process printed (stdout and stderr). */
-  String log() {
+  public String log() {
     try {
       return Files.readString(log);
     } catch (IOException e) {

@@ -37,22 +37,22 @@ import org.junit.jupiter.params.provider.MethodSource;
  * instance and retried on another.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class KillConformance {
+public abstract class KillConformance {
   /** Where a crash point lives, hence which backends reach it. */
-  enum Where {
+  public enum Where {
     /** Code every backend runs (the node engine, the services). */
     EVERY,
     FILE,
     LOCAL,
     QNAP;
 
-    boolean reachedBy(TestBackend backend) {
+    public boolean reachedBy(TestBackend backend) {
       return this == EVERY || name().equalsIgnoreCase(backend.driver());
     }
   }
 
   /** How the volumes of a case are accessed. */
-  enum Access {
+  public enum Access {
     MOUNT,
     BLOCK
   }
@@ -62,7 +62,7 @@ abstract class KillConformance {
    * interrupts and that is then retried unchanged ({@link #call}), and what must hold once the retry
    * has answered OK ({@link #verify}).
    */
-  enum Operation {
+  public enum Operation {
     STAGE {
       @Override
       void prepare(KillScene s) {
@@ -276,7 +276,7 @@ abstract class KillConformance {
   }
 
   /** A crash point, where it lives, and the operation (and access) that drives a plugin into it. */
-  record Case(String step, Where where, Operation operation, Access access) {
+  public record Case(String step, Where where, Operation operation, Access access) {
     @Override
     public String toString() {
       return step + " (" + operation.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
@@ -297,7 +297,7 @@ abstract class KillConformance {
    * way (block access, a clone instead of a plain create); the first way listed is the one a backend
    * that runs only one case per step uses.
    */
-  static final List<Case> MATRIX = List.of(
+  public static final List<Case> MATRIX = List.of(
       // stage: journal the intent, attach, format if empty, mount, journal the device
       kill("stage.after-journal", Where.EVERY, Operation.STAGE),
       killBlock("stage.after-journal", Where.EVERY, Operation.STAGE),

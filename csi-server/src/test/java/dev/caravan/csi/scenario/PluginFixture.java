@@ -35,15 +35,15 @@ import java.util.stream.Stream;
  * directory, driven over a real unix socket by a real gRPC client. {@link #close()} verifies that the test left none of <em>its own</em> mounts or
  * loop devices behind (cleaning them up if it did) and never touches anything else on the host.
  */
-final class PluginFixture implements AutoCloseable {
-  static final String NODE = "test-node";
+public final class PluginFixture implements AutoCloseable {
+  public static final String NODE = "test-node";
 
-  final TestBackend backend;
-  final Path work;
-  final Path data;
+  public final TestBackend backend;
+  public final Path work;
+  public final Path data;
   final Path socket;
   /** Nomad's mount root for this plugin: {@code <state_dir>/csi/monolith/<plugin-id>}. */
-  final Path root;
+  public final Path root;
   private Plugin plugin;
   /** The loop device under the data directory, when it is a filesystem of its own. */
   private static final long DATA_FILESYSTEM_BYTES = 512L << 20;
@@ -53,8 +53,8 @@ final class PluginFixture implements AutoCloseable {
   UnaryOperator<Plugin.Settings> customize = UnaryOperator.identity();
   private UnixChannel channel;
   IdentityGrpc.IdentityBlockingStub identity;
-  ControllerGrpc.ControllerBlockingStub controller;
-  NodeGrpc.NodeBlockingStub node;
+  public ControllerGrpc.ControllerBlockingStub controller;
+  public NodeGrpc.NodeBlockingStub node;
 
   private PluginFixture(TestBackend backend, Path work) {
     this.backend = backend;
@@ -66,12 +66,12 @@ final class PluginFixture implements AutoCloseable {
     this.root = work.resolve("client/csi/monolith/caravan");
   }
 
-  static PluginFixture start() throws IOException {
+  public static PluginFixture start() throws IOException {
     return start(UnaryOperator.identity());
   }
 
   /** A plugin on the file backend (its controller side needs neither root nor loop devices). */
-  static PluginFixture start(UnaryOperator<Plugin.Settings> customize) throws IOException {
+  public static PluginFixture start(UnaryOperator<Plugin.Settings> customize) throws IOException {
     PluginFixture f = new PluginFixture(new TestBackend.FileTestBackend(), Files.createTempDirectory("caravan-test-"));
     f.customize = customize;
     f.startPlugin();
@@ -79,11 +79,11 @@ final class PluginFixture implements AutoCloseable {
   }
 
   /** A plugin on {@code backend}; the calling test is skipped, with the reason, if it cannot run here. */
-  static PluginFixture start(TestBackend backend) throws IOException {
+  public static PluginFixture start(TestBackend backend) throws IOException {
     return start(backend, UnaryOperator.identity());
   }
 
-  static PluginFixture start(TestBackend backend, UnaryOperator<Plugin.Settings> customize) throws IOException {
+  public static PluginFixture start(TestBackend backend, UnaryOperator<Plugin.Settings> customize) throws IOException {
     backend.assumeAvailable();
     PluginFixture f = new PluginFixture(backend, Files.createTempDirectory("caravan-test-"));
     f.customize = customize;
@@ -92,40 +92,40 @@ final class PluginFixture implements AutoCloseable {
   }
 
   /** A fixture whose plugin the test runs itself (e.g. as a separate process); call {@link #connect()}. */
-  static PluginFixture unstarted() throws IOException {
+  public static PluginFixture unstarted() throws IOException {
     return new PluginFixture(new TestBackend.FileTestBackend(), Files.createTempDirectory("caravan-test-"));
   }
 
-  static PluginFixture unstarted(TestBackend backend) throws IOException {
+  public static PluginFixture unstarted(TestBackend backend) throws IOException {
     backend.assumeAvailable();
     return new PluginFixture(backend, Files.createTempDirectory("caravan-test-"));
   }
 
   /** The settings a plugin of this fixture runs with (also what a forked plugin process is given). */
-  Plugin.Settings settings() {
+  public Plugin.Settings settings() {
     Plugin.Settings base = Plugin.Settings.of(backend.driver(), socket, backend.nodeId(), data);
     return customize.apply(new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
         base.journalDir(), base.pluginName(), base.maxVolumes(), backend.options(work)));
   }
 
-  void startPlugin() throws IOException {
+  public void startPlugin() throws IOException {
     plugin = Plugin.start(settings());
     connect();
   }
 
   /** Every storage object the backend holds for this fixture, seen without the plugin. */
-  java.util.Set<String> storageObjects() throws IOException {
+  public java.util.Set<String> storageObjects() throws IOException {
     return backend.storageObjects(work);
   }
 
-  void connect() {
+  public void connect() {
     channel = new UnixChannel(socket);
     identity = IdentityGrpc.newBlockingStub(channel.channel());
     controller = ControllerGrpc.newBlockingStub(channel.channel());
     node = NodeGrpc.newBlockingStub(channel.channel());
   }
 
-  void disconnect() {
+  public void disconnect() {
     if (channel != null) {
       channel.close();
       channel = null;
@@ -133,12 +133,12 @@ final class PluginFixture implements AutoCloseable {
   }
 
   /** Stops the plugin (mounts and devices stay) and starts a fresh one on the same state. */
-  void restart() throws IOException {
+  public void restart() throws IOException {
     stopPlugin();
     startPlugin();
   }
 
-  void stopPlugin() {
+  public void stopPlugin() {
     disconnect();
     if (plugin != null) {
       plugin.shutdown(Duration.ofSeconds(2));
@@ -146,11 +146,11 @@ final class PluginFixture implements AutoCloseable {
     }
   }
 
-  Plugin plugin() {
+  public Plugin plugin() {
     return plugin;
   }
 
-  Path dir(String relative) throws IOException {
+  public Path dir(String relative) throws IOException {
     return Files.createDirectories(root.resolve(relative));
   }
 
@@ -191,7 +191,7 @@ final class PluginFixture implements AutoCloseable {
   }
 
   /** Mounts under this fixture's directory, deepest first. */
-  List<MountEntry> ourMounts() {
+  public List<MountEntry> ourMounts() {
     return MountTable.read().stream()
         .filter(m -> m.mountPoint().startsWith(work))
         .filter(m -> dataFilesystem == null || !m.mountPoint().equals(data))
@@ -240,7 +240,7 @@ final class PluginFixture implements AutoCloseable {
   }
 
   /** Loop devices backed by files in this fixture's data directory. */
-  List<LoopDevice> ourLoops() {
+  public List<LoopDevice> ourLoops() {
     return LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(data)).toList();
   }
 

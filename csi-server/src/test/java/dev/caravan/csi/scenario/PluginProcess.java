@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
  * kill it, or that must keep its mounts out of the test's own mount namespace. {@link #start} returns
  * once the socket answers and the fixture's stubs are connected to it.
  */
-final class PluginProcess implements AutoCloseable {
+public final class PluginProcess implements AutoCloseable {
   private final PluginFixture fixture;
   private final Process process;
   private final Path log;
@@ -29,7 +29,7 @@ final class PluginProcess implements AutoCloseable {
   }
 
   /** A plugin process on the fixture's settings, in the test's mount namespace. */
-  static PluginProcess start(PluginFixture fixture) throws IOException, InterruptedException {
+  public static PluginProcess start(PluginFixture fixture) throws IOException, InterruptedException {
     return start(fixture, false);
   }
 
@@ -39,7 +39,7 @@ final class PluginProcess implements AutoCloseable {
    * there and disappears with it, so a test may send it requests that, answered wrongly, would mount
    * over host directories. Loop devices, files and datasets are not namespaced.
    */
-  static PluginProcess start(PluginFixture fixture, boolean privateMounts) throws IOException, InterruptedException {
+  public static PluginProcess start(PluginFixture fixture, boolean privateMounts) throws IOException, InterruptedException {
     Plugin.Settings s = fixture.settings();
     Path config = Files.createTempFile(fixture.work, "caravan-", ".properties");
     StringBuilder text = new StringBuilder();
@@ -72,12 +72,12 @@ final class PluginProcess implements AutoCloseable {
     return process.pid();
   }
 
-  boolean isAlive() {
+  public boolean isAlive() {
     return process.isAlive();
   }
 
   /** The mount table as this plugin sees it (its own namespace, when it has one). */
-  List<MountEntry> mounts() throws IOException {
+  public List<MountEntry> mounts() throws IOException {
     return MountTable.parse(Files.readString(Path.of("/proc", Long.toString(process.pid()), "mountinfo")));
   }
 
@@ -92,7 +92,7 @@ final class PluginProcess implements AutoCloseable {
   }
 
   /** What the plugin logged, for failure messages. */
-  String log() throws IOException {
+  public String log() throws IOException {
     return Files.readString(log);
   }
 

@@ -21,16 +21,16 @@ import java.util.zip.CRC32C;
  * <p>A record is 64 bytes: its number, the writer's generation (a new one per task start), 36 bytes
  * of payload derived from both, and a CRC-32C over the rest.
  */
-final class RecordLog {
-  static final int RECORD = 64;
+public final class RecordLog {
+  public static final int RECORD = 64;
 
   private RecordLog() {}
 
   /** The contents of a record log: the intact records from the start, and whether anything else follows. */
-  record Contents(long records, long trailingBytes) {}
+  public record Contents(long records, long trailingBytes) {}
 
   /** Reads {@code file} from the start; stops at the first record that is short, mis-numbered or fails its checksum. */
-  static Contents read(Path file) throws IOException {
+  public static Contents read(Path file) throws IOException {
     return parse(Files.readAllBytes(file));
   }
 
@@ -38,7 +38,7 @@ final class RecordLog {
    * Reads the first {@code maxBytes} of {@code file} with the same rules: a block device holds its log
    * at offset 0 and zeros or stale data after it.
    */
-  static Contents readPrefix(Path file, int maxBytes) throws IOException {
+  public static Contents readPrefix(Path file, int maxBytes) throws IOException {
     ByteBuffer buf = ByteBuffer.allocate(maxBytes);
     try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
       while (buf.hasRemaining() && ch.read(buf, buf.position()) > 0) {
@@ -52,7 +52,7 @@ final class RecordLog {
    * Appends {@code count} records numbered from {@code first} at their place in {@code file} (a file on
    * a mounted volume, created if absent, or a block device) and fsyncs them before returning.
    */
-  static void appendDurably(Path file, long first, int count, int generation) throws IOException {
+  public static void appendDurably(Path file, long first, int count, int generation) throws IOException {
     try (FileChannel ch = Files.isRegularFile(file) || !Files.exists(file)
         ? FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)
         : FileChannel.open(file, StandardOpenOption.WRITE)) {

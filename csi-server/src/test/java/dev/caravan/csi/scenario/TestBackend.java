@@ -27,17 +27,17 @@ import java.util.stream.Stream;
  * XxxConformanceOnLocalTest} (real OpenZFS: {@code scripts/guest-suite} runs every {@code *OnLocalTest}
  * in the guest; on the host its tests are skipped, each naming the reason).
  */
-abstract class TestBackend {
-  static TestBackend file() {
+public abstract class TestBackend {
+  public static TestBackend file() {
     return new FileTestBackend();
   }
 
-  static TestBackend local() {
+  public static TestBackend local() {
     return new LocalTestBackend(LocalTestBackend.POOL);
   }
 
   /** The local backend on {@code pool} alone, a pool the calling test made (and must destroy) itself. */
-  static TestBackend local(String pool) {
+  public static TestBackend local(String pool) {
     return new LocalTestBackend(pool);
   }
 
@@ -46,23 +46,23 @@ abstract class TestBackend {
   }
 
   /** qnap with real LIO targets behind the simulator, and the node side on open-iscsi and multipathd (the guest). */
-  static TestBackend qnapOnLio() {
+  public static TestBackend qnapOnLio() {
     return new QnapTestBackend(true);
   }
 
-  abstract String driver();
+  public abstract String driver();
 
   /** Why this backend cannot run on this machine; empty when it can. */
-  abstract Optional<String> missing();
+  public abstract Optional<String> missing();
 
   /** Skips the calling test, with the reason, when this backend cannot run here. */
-  final void assumeAvailable() {
+  public final void assumeAvailable() {
     Optional<String> why = missing();
     assumeTrue(why.isEmpty(), () -> "the " + driver() + " backend " + why.orElse(""));
   }
 
   /** Backend options for a plugin whose state lives under {@code work}. */
-  abstract Map<String, String> options(Path work);
+  public abstract Map<String, String> options(Path work);
 
   /**
    * Every storage object the backend holds for {@code work}, as the backend names them (image and
@@ -71,13 +71,13 @@ abstract class TestBackend {
   abstract Set<String> storageObjects(Path work) throws IOException;
 
   /** The size of the storage behind {@code volumeId}, read without the plugin (image file, volsize). */
-  abstract long storedSize(Path work, String volumeId) throws IOException;
+  public abstract long storedSize(Path work, String volumeId) throws IOException;
 
   /**
    * Devices the plugin attached for {@code work} and must detach again (loop devices over its images);
    * empty for a backend whose devices exist as long as the volume does (zvols).
    */
-  abstract Set<String> attachedDevices(Path work);
+  public abstract Set<String> attachedDevices(Path work);
 
   /**
    * What this node and the storage still hold of a volume that was unstaged and deleted, described one
@@ -88,21 +88,21 @@ abstract class TestBackend {
   }
 
   /** A volume id this backend could have issued for {@code work}, of a volume that does not exist. */
-  abstract String absentVolumeId(Path work);
+  public abstract String absentVolumeId(Path work);
 
   /** A snapshot id this backend could have issued for {@code work}, of a snapshot that does not exist. */
-  abstract String absentSnapshotId(Path work);
+  public abstract String absentSnapshotId(Path work);
 
   /** Removes whatever the backend still holds for {@code work} (after the plugin has stopped). */
   abstract void destroyStorage(Path work) throws IOException;
 
   /** A volume size that every filesystem the tests use fits in (xfs needs 300 MiB). */
-  long sizeFor(String fsType) {
+  public long sizeFor(String fsType) {
     return "xfs".equals(fsType) ? 320L << 20 : 64L << 20;
   }
 
   /** CreateVolume parameters that make a volume take no space up front (file images always are sparse). */
-  Map<String, String> sparseParameters() {
+  public Map<String, String> sparseParameters() {
     return Map.of();
   }
 
@@ -117,7 +117,7 @@ abstract class TestBackend {
    * The quantum of volume sizes on this backend: sizes the suites ask for are multiples of it. The
    * file and local backends size in MiB (and round up to it); a QNAP LUN is whole GiB.
    */
-  long sizeUnit() {
+  public long sizeUnit() {
     return 1L << 20;
   }
 
@@ -132,7 +132,7 @@ abstract class TestBackend {
   }
 
   /** Whether ControllerPublish is the backend's fence (qnap); the others answer UNIMPLEMENTED. */
-  boolean publishes() {
+  public boolean publishes() {
     return false;
   }
 
@@ -147,7 +147,7 @@ abstract class TestBackend {
   }
 
   /** Skips the calling test, with the reason, when this machine cannot stage this backend's volumes. */
-  final void assumeNodeSide() {
+  public final void assumeNodeSide() {
     Optional<String> why = nodeSideMissing();
     assumeTrue(why.isEmpty(), () -> "the " + driver() + " backend " + why.orElse(""));
   }
@@ -161,7 +161,7 @@ abstract class TestBackend {
   }
 
   /** The node id a plugin of this backend runs with. */
-  String nodeId() {
+  public String nodeId() {
     return PluginFixture.NODE;
   }
 
@@ -173,17 +173,17 @@ abstract class TestBackend {
   /** Sparse image files under the data directory, attached through loop devices. */
   static final class FileTestBackend extends TestBackend {
     @Override
-    String driver() {
+    public String driver() {
       return "file";
     }
 
     @Override
-    Optional<String> missing() {
+    public Optional<String> missing() {
       return HostRequirements.whyNoLoopAndExt4();
     }
 
     @Override
-    Map<String, String> options(Path work) {
+    public Map<String, String> options(Path work) {
       return Map.of();
     }
 
@@ -202,12 +202,12 @@ abstract class TestBackend {
     }
 
     @Override
-    long storedSize(Path work, String volumeId) throws IOException {
+    public long storedSize(Path work, String volumeId) throws IOException {
       return Files.size(work.resolve("data/volumes").resolve(volumeId + ".img"));
     }
 
     @Override
-    Set<String> attachedDevices(Path work) {
+    public Set<String> attachedDevices(Path work) {
       Path data = work.resolve("data");
       return LoopDevices.list().stream()
           .filter(l -> l.backingFile().startsWith(data))
@@ -221,12 +221,12 @@ abstract class TestBackend {
     }
 
     @Override
-    String absentVolumeId(Path work) {
+    public String absentVolumeId(Path work) {
       return "vol-absent-0123456789ab";
     }
 
     @Override
-    String absentSnapshotId(Path work) {
+    public String absentSnapshotId(Path work) {
       return "snap-absent-0123456789ab";
     }
 
@@ -251,12 +251,12 @@ abstract class TestBackend {
     }
 
     @Override
-    String driver() {
+    public String driver() {
       return "local";
     }
 
     @Override
-    Optional<String> missing() {
+    public Optional<String> missing() {
       return HostRequirements.whyNoZfs();
     }
 
@@ -276,7 +276,7 @@ abstract class TestBackend {
     }
 
     @Override
-    Map<String, String> options(Path work) {
+    public Map<String, String> options(Path work) {
       return Map.of("pools", pool, "parent-dataset", parent(work), "device-wait-seconds", "60");
     }
 
@@ -295,17 +295,17 @@ abstract class TestBackend {
     }
 
     @Override
-    long storedSize(Path work, String volumeId) {
+    public long storedSize(Path work, String volumeId) {
       return Long.parseLong(Zfs.run("zfs", "get", "-Hp", "-o", "value", "volsize", dataset(volumeId)));
     }
 
     @Override
-    Set<String> attachedDevices(Path work) {
+    public Set<String> attachedDevices(Path work) {
       return Set.of();
     }
 
     @Override
-    Map<String, String> sparseParameters() {
+    public Map<String, String> sparseParameters() {
       return Map.of("sparse", "true");
     }
 
@@ -316,12 +316,12 @@ abstract class TestBackend {
     }
 
     @Override
-    String absentVolumeId(Path work) {
+    public String absentVolumeId(Path work) {
       return "local/v1/" + PluginFixture.NODE + "/" + parentIn(work) + "/vol-absent-0123456789ab";
     }
 
     @Override
-    String absentSnapshotId(Path work) {
+    public String absentSnapshotId(Path work) {
       return absentVolumeId(work) + "@snap-absent-0123456789ab";
     }
 
@@ -375,7 +375,7 @@ abstract class TestBackend {
     }
 
     @Override
-    String driver() {
+    public String driver() {
       return "qnap";
     }
 
@@ -384,7 +384,7 @@ abstract class TestBackend {
      * iscsi_tcp and dm-multipath and starts iscsid and multipathd.
      */
     @Override
-    Optional<String> missing() {
+    public Optional<String> missing() {
       if (!lio) {
         return Optional.empty();
       }
@@ -408,7 +408,7 @@ abstract class TestBackend {
     }
 
     @Override
-    Map<String, String> options(Path work) {
+    public Map<String, String> options(Path work) {
       try {
         return appliance(shared.orElse(work)).options(lio ? LIO_PORTALS : List.of("192.0.2.10:3260", "192.0.2.11:3260"),
             iface.map(i -> Map.of("iscsi-iface", i)).orElse(Map.of()));
@@ -424,12 +424,12 @@ abstract class TestBackend {
     }
 
     @Override
-    long storedSize(Path work, String volumeId) {
+    public long storedSize(Path work, String volumeId) {
       return appliance(shared.orElse(work)).lunBytes(volumeId);
     }
 
     @Override
-    Set<String> attachedDevices(Path work) {
+    public Set<String> attachedDevices(Path work) {
       return Set.of();
     }
 
@@ -461,12 +461,12 @@ abstract class TestBackend {
     }
 
     @Override
-    String absentVolumeId(Path work) {
+    public String absentVolumeId(Path work) {
       return "qnap/v1/cvem-absent-0123456789ab";
     }
 
     @Override
-    String absentSnapshotId(Path work) {
+    public String absentSnapshotId(Path work) {
       return absentVolumeId(work) + "@cs-absent-0123456789ab";
     }
 
@@ -482,7 +482,7 @@ abstract class TestBackend {
     }
 
     @Override
-    long sizeFor(String fsType) {
+    public long sizeFor(String fsType) {
       return 1L << 30;
     }
 
@@ -492,7 +492,7 @@ abstract class TestBackend {
     }
 
     @Override
-    long sizeUnit() {
+    public long sizeUnit() {
       return 1L << 30;
     }
 
@@ -507,13 +507,13 @@ abstract class TestBackend {
     }
 
     @Override
-    boolean publishes() {
+    public boolean publishes() {
       return true;
     }
 
     /** On LIO, this host's initiator name: the ACL admits it, so it must be the node id. */
     @Override
-    String nodeId() {
+    public String nodeId() {
       if (node.isPresent()) {
         return node.get();
       }

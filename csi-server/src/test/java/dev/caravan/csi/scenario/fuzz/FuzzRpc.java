@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
 
 import io.grpc.Status.Code;
 import java.util.EnumSet;

@@ -1,6 +1,8 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
-import dev.caravan.csi.scenario.ModelStep.Op;
+import dev.caravan.csi.scenario.KillConformance;
+import dev.caravan.csi.scenario.TestBackend;
+import dev.caravan.csi.scenario.model.ModelStep.Op;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;

@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 import static io.grpc.Status.Code.ABORTED;
 import static io.grpc.Status.Code.ALREADY_EXISTS;

@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 import java.util.Map;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 import static io.grpc.Status.Code.ABORTED;
 import static io.grpc.Status.Code.INVALID_ARGUMENT;
@@ -9,6 +9,10 @@ import static io.grpc.Status.Code.UNAVAILABLE;
 import dev.caravan.csi.dhv.DhvEnv;
 import dev.caravan.csi.dhv.DhvInstaller;
 import dev.caravan.csi.dhv.NomadDhvRunner;
+import dev.caravan.csi.scenario.Caps;
+import dev.caravan.csi.scenario.ForkedPlugin;
+import dev.caravan.csi.scenario.PluginFixture;
+import dev.caravan.csi.scenario.RecordLog;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
@@ -29,8 +33,8 @@ import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.Volume;
-import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeContentSource;
 import dev.caravan.csi.v1.VolumeUsage;
 import dev.caravan.storage.testing.HostRequirements;

@@ -1,9 +1,10 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 import static io.grpc.Status.Code.FAILED_PRECONDITION;
 import static io.grpc.Status.Code.NOT_FOUND;
 import static io.grpc.Status.Code.OK;
 
+import dev.caravan.csi.scenario.Caps;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;

@@ -1,5 +1,7 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
 
+import dev.caravan.csi.scenario.PluginFixture;
+import dev.caravan.csi.scenario.PluginProcess;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import java.io.IOException;

@@ -1,4 +1,6 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
+
+import dev.caravan.csi.scenario.TestBackend;
 
 class RequestFuzzOnFileTest extends RequestFuzz {
   @Override

@@ -1,13 +1,16 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.google.protobuf.Message;
 import com.google.protobuf.TextFormat;
-import dev.caravan.csi.scenario.FuzzDraw.Against;
-import dev.caravan.csi.scenario.FuzzDraw.Defect;
-import dev.caravan.csi.scenario.FuzzDraw.PathUse;
+import dev.caravan.csi.scenario.Caps;
+import dev.caravan.csi.scenario.PluginFixture;
+import dev.caravan.csi.scenario.TestBackend;
+import dev.caravan.csi.scenario.fuzz.FuzzDraw.Against;
+import dev.caravan.csi.scenario.fuzz.FuzzDraw.Defect;
+import dev.caravan.csi.scenario.fuzz.FuzzDraw.PathUse;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerGetVolumeRequest;
 import dev.caravan.csi.v1.ControllerModifyVolumeRequest;

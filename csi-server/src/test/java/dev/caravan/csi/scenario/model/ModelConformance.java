@@ -1,5 +1,6 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
+import dev.caravan.csi.scenario.TestBackend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,5 +1,7 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
+import dev.caravan.csi.scenario.PluginFixture;
+import dev.caravan.csi.scenario.TestBackend;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;

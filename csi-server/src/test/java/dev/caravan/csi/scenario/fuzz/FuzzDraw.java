@@ -1,8 +1,9 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
 
+import dev.caravan.csi.scenario.Caps;
 import dev.caravan.csi.v1.CapacityRange;
-import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeCapability.AccessMode.Mode;
+import dev.caravan.csi.v1.VolumeCapability;
 import io.grpc.Status.Code;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

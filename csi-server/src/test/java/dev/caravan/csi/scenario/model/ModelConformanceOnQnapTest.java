@@ -1,4 +1,6 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
+
+import dev.caravan.csi.scenario.TestBackend;
 
 /**
  * The model-based test on qnap: real LIO targets behind the simulator, open-iscsi and multipathd (the

@@ -1,13 +1,15 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
 
+import dev.caravan.csi.scenario.Caps;
+import dev.caravan.csi.scenario.PluginFixture;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteSnapshotRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.NodePublishVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
-import dev.caravan.csi.v1.DeleteSnapshotRequest;
-import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,4 +1,6 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.fuzz;
+
+import dev.caravan.csi.scenario.TestBackend;
 
 /**
  * Fewer tries than on the host: the guest runs under an emulated CPU, where every call costs more. What

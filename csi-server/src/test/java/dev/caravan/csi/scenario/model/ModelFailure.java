@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 /**
  * An invariant the model found broken. {@link #kind} names the invariant and where (e.g. "spec code of

@@ -1,4 +1,4 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
 
 import dev.caravan.csi.v1.ListSnapshotsRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;

@@ -1,4 +1,6 @@
-package dev.caravan.csi.scenario;
+package dev.caravan.csi.scenario.model;
+
+import dev.caravan.csi.scenario.TestBackend;
 
 /** The model-based test on the file backend, with DHV operations and kills at crash points. */
 class ModelConformanceOnFileTest extends ModelConformance {
