@@ -181,6 +181,7 @@ public final class CsiServer implements AutoCloseable {
    * and removes the socket file.
    */
   public void shutdown(Duration grace) {
+    long deadline = System.nanoTime() + grace.toNanos();
     server.shutdown();
     try {
       if (!server.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -192,8 +193,8 @@ public final class CsiServer implements AutoCloseable {
       server.shutdownNow();
       Thread.currentThread().interrupt();
     } finally {
+      executors.stop(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())));
       stopLoops(boss, workers);
-      executors.shutdownNow();
       log.close(); // writes the lines still queued
       try {
         Files.deleteIfExists(socket);

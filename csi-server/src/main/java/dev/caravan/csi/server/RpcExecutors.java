@@ -186,6 +186,26 @@ final class RpcExecutors implements ServerInterceptor {
     }
   }
 
+  /**
+   * Takes no new calls and lets the running ones finish for up to {@code grace}, then interrupts
+   * what is left. A call whose client has gone (a deadline, a disconnect) no longer holds the server
+   * open, yet its handler still answers through an event loop: the loops stop after this.
+   */
+  void stop(Duration grace) {
+    List<ExecutorService> pools = List.of(identity, controller, node);
+    pools.forEach(ExecutorService::shutdown);
+    long deadline = System.nanoTime() + grace.toNanos();
+    try {
+      for (ExecutorService e : pools) {
+        e.awaitTermination(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      shutdownNow();
+    }
+  }
+
   private static ExecutorService pool(String prefix, int threads) {
     ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, IDLE.toMillis(), TimeUnit.MILLISECONDS,
         new LinkedBlockingQueue<>(), Thread.ofPlatform().name(prefix, 0).daemon(true).factory());

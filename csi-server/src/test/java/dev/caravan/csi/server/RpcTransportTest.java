@@ -204,6 +204,74 @@ class RpcTransportTest {
     }
   }
 
+  @Test
+  void aCallTheClientGaveUpOnFinishesBeforeTheEventLoopsStop() throws Exception {
+    // The client cancels (a deadline, a disconnect) while the handler still runs on its pool thread: the
+    // server has no open stream left and terminates at once, but the handler answers later. Its
+    // answer goes through an event loop, which must still be there (a rejected write otherwise).
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    CountDownLatch answered = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicReference<Thread> handlerThread = new java.util.concurrent.atomic.AtomicReference<>();
+    IdentityGrpc.IdentityImplBase slow = new IdentityGrpc.IdentityImplBase() {
+      @Override
+      public void probe(ProbeRequest request, StreamObserver<ProbeResponse> out) {
+        handlerThread.set(Thread.currentThread());
+        entered.countDown();
+        awaitIgnoringInterrupts(release);
+        try {
+          out.onNext(ProbeResponse.getDefaultInstance());
+          out.onCompleted();
+        } finally {
+          answered.countDown();
+        }
+      }
+    };
+    Lines severe = new Lines();
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    root.addHandler(severe);
+    CsiServer server = CsiServer.start(tmp.resolve("g.sock"), List.of(slow));
+    Thread stopping;
+    try (UnixChannel ch = new UnixChannel(server.socket())) {
+      var call = IdentityGrpc.newFutureStub(ch.channel()).probe(ProbeRequest.getDefaultInstance());
+      assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+      call.cancel(true);
+    } finally {
+      stopping = Thread.ofPlatform().start(() -> server.shutdown(Duration.ofSeconds(10)));
+    }
+    try {
+      stopping.join(1_500); // long enough for the loops to stop, if shutdown did not wait for the call
+      release.countDown();
+      assertThat(answered.await(5, TimeUnit.SECONDS)).isTrue();
+      stopping.join(10_000);
+      // The pool is shut down by now, so its thread ends with the call, after all the call logs.
+      Thread handler = handlerThread.get();
+      handler.join(10_000);
+      assertThat(handler.isAlive()).as("the call's pool thread ended").isFalse();
+      assertThat(stopping.isAlive()).as("shutdown returned").isFalse();
+    } finally {
+      release.countDown();
+      root.removeHandler(severe);
+    }
+    assertThat(severe.records()).filteredOn(r -> r.getLevel().intValue() >= java.util.logging.Level.SEVERE.intValue())
+        .extracting(LogRecord::getMessage).isEmpty();
+  }
+
+  private static void awaitIgnoringInterrupts(CountDownLatch latch) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        latch.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** Notes the thread each call ran on. */
   static final class Recording extends IdentityGrpc.IdentityImplBase {
     final Map<String, String> threads = new ConcurrentHashMap<>();
