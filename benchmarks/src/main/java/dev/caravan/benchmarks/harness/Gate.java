@@ -44,7 +44,26 @@ final class Gate {
     }
   }
 
-  /** The ratios this run's rows allow (a phase not run gives none of its ratios). */
+  /**
+   * The ratios this run's rows allow (a phase not run gives none of its ratios), and each server's
+   * start over a bare JVM's and its memory after the run's calls over its memory idle. Memory is a
+   * ratio to itself so that the machine's page size, JDK build and libc drop out; what is left is what
+   * the calls made the process keep.
+   */
+  static List<Ratio> ratios(List<Result> results, List<Footprint> footprints, long startMillis,
+      long jvmStartMillis) {
+    List<Ratio> out = ratios(results);
+    out.add(new Ratio("start → Probe ready / java -version", "start", "java -version",
+        (double) startMillis / Math.max(1, jvmStartMillis)));
+    for (Footprint f : footprints) {
+      String at = (f.server().isEmpty() ? "" : f.server() + ", ") + "table " + f.table();
+      out.add(new Ratio("VmRSS after the calls / VmRSS idle (" + at + ")", "VmRSS after", "VmRSS idle",
+          (double) f.afterKiB() / f.idleKiB()));
+    }
+    return out;
+  }
+
+  /** The latency ratios alone. */
   static List<Ratio> ratios(List<Result> results) {
     List<Ratio> out = new ArrayList<>();
     for (Result r : results) {
@@ -84,13 +103,16 @@ final class Gate {
   }
 
   static Map<String, Object> json(String machine, String loadBefore, String loadAfter, double seconds,
-      List<Result> results, List<Ratio> ratios) {
+      List<Result> results, List<Footprint> footprints, long startMillis, long jvmStartMillis, List<Ratio> ratios) {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("machine", machine);
     m.put("load_before", loadBefore);
     m.put("load_after", loadAfter);
     m.put("seconds", Math.round(seconds));
     m.put("rows", results.stream().map(Result::json).toList());
+    m.put("start_ms", startMillis);
+    m.put("java_version_ms", jvmStartMillis);
+    m.put("footprints", footprints.stream().map(Footprint::json).toList());
     Map<String, Object> r = new LinkedHashMap<>();
     ratios.forEach(x -> r.put(x.key(), x.value()));
     m.put("ratios", r);

@@ -80,6 +80,7 @@ public final class NodeLatencyHarness {
   private Path serverLog;
   /** Server-side times (the server's own per-RPC log line, "us="), by operation name. */
   private final List<Samples> serverSide = new ArrayList<>();
+  private Footprint footprint;
 
   private NodeLatencyHarness(int iterations, int warmup, Path work) {
     this.iterations = iterations;
@@ -105,6 +106,14 @@ public final class NodeLatencyHarness {
     List<String> jars = List.of(o.get("jar").split(",", -1));
     List<Integer> tables = Stream.of(o.get("mount-tables").split(",", -1)).map(Integer::parseInt).toList();
     List<Result> results = new ArrayList<>();
+    List<Footprint> footprints = new ArrayList<>();
+    long jvmStart = JvmStart.medianMillis();
+    long serverStart;
+    try (AutoCloseable cleanup = () -> cleanUp(base)) {
+      serverStart = medianStartMillis(o, jars.getFirst(), base);
+    }
+    System.out.println("start → Probe ready: " + serverStart + " ms (median of " + STARTS + "); `java -version`: "
+        + jvmStart + " ms (median of 5)");
     try (AutoCloseable cleanup = () -> cleanUp(base)) {
       for (int table : tables) {
         int lines = Filler.fill(base.resolve("filler"), table);
@@ -113,6 +122,7 @@ public final class NodeLatencyHarness {
           Path work = Files.createDirectories(base.resolve("t" + lines + "-s" + j));
           NodeLatencyHarness h = new NodeLatencyHarness(o.integer("iterations"), o.integer("warmup"), work);
           results.addAll(h.run(o, jars.get(j), label, table, lines, phases));
+          footprints.add(h.footprint);
         }
       }
     }
@@ -121,7 +131,10 @@ public final class NodeLatencyHarness {
     System.out.println();
     System.out.println(Result.header());
     results.forEach(r -> System.out.println(r.row()));
-    List<Gate.Ratio> ratios = Gate.ratios(results);
+    System.out.println();
+    System.out.println(Footprint.header());
+    footprints.forEach(f -> System.out.println(f.row()));
+    List<Gate.Ratio> ratios = Gate.ratios(results, footprints, serverStart, jvmStart);
     System.out.println();
     System.out.println("Ratios of p50s measured in this run (cost / reference: higher is slower):");
     System.out.println();
@@ -129,7 +142,8 @@ public final class NodeLatencyHarness {
     ratios.forEach(r -> System.out.println(r.row()));
     System.out.println();
     System.out.printf(java.util.Locale.ROOT, "node latency harness: load average %s (after), %.0f s in all%n", after, seconds);
-    Map<String, Object> json = Gate.json(Machine.describe(), before, after, seconds, results, ratios);
+    Map<String, Object> json =
+        Gate.json(Machine.describe(), before, after, seconds, results, footprints, serverStart, jvmStart, ratios);
     if (!o.get("json").isEmpty()) {
       Files.writeString(Path.of(o.get("json")), dev.caravan.csi.support.Json.pretty(json) + "\n");
       System.out.println("result written to " + o.get("json"));
@@ -161,6 +175,10 @@ public final class NodeLatencyHarness {
     try (ServerProcess server = ServerProcess.start(launcher, work, env, o.serveArgs())) {
       long readyNanos = server.awaitProbeReady(Duration.ofSeconds(60));
       System.out.printf("server pid %d answered Probe ready %.0f ms after start%n", server.pid(), readyNanos / 1e6);
+      // Idle: what start-up left behind once its own background work (the JIT's first compilations,
+      // the first usage walk) has had a moment, before any call of the run.
+      TimeUnit.SECONDS.sleep(IDLE_SETTLE_SECONDS);
+      long idleKiB = server.rss().get("VmRSS");
       try (UnixChannel ch = new UnixChannel(server.socket())) {
         node = NodeGrpc.newBlockingStub(ch.channel());
         identity = IdentityGrpc.newBlockingStub(ch.channel());
@@ -193,6 +211,8 @@ public final class NodeLatencyHarness {
         }
         TimeUnit.SECONDS.sleep(phases.contains("stage") ? 2 : 0);
         rss = server.rss();
+        footprint = new Footprint(label, table, lines, TimeUnit.NANOSECONDS.toMillis(readyNanos), idleKiB,
+            rss.get("VmRSS"), callsLogged());
         deleteVolume(controller, pub);
         deleteVolume(controller, stg);
       }
@@ -202,6 +222,36 @@ public final class NodeLatencyHarness {
     client.forEach(c -> rows.add(new Result(label, table, lines, "client", c)));
     serverSide.forEach(c -> rows.add(new Result(label, table, lines, "server", c)));
     return rows;
+  }
+
+  private static final int IDLE_SETTLE_SECONDS = 2;
+  private static final int STARTS = 3;
+
+  /**
+   * A server's start, from exec to the first Probe that answers ready, as the median of a few starts
+   * of their own (a server each, stopped at once): one start alone varies by a quarter between two
+   * servers of one run.
+   */
+  private static long medianStartMillis(Options o, String jar, Path base) throws Exception {
+    Map<String, String> env = new java.util.HashMap<>();
+    if (!jar.isEmpty()) {
+      env.put("CARAVAN_JAR", Path.of(jar).toAbsolutePath().toString());
+    }
+    List<Long> millis = new ArrayList<>();
+    for (int i = 0; i < STARTS; i++) {
+      Path work = Files.createDirectories(base.resolve("start-" + i));
+      try (ServerProcess server = ServerProcess.start(o.launcher(), work, env, o.serveArgs())) {
+        millis.add(TimeUnit.NANOSECONDS.toMillis(server.awaitProbeReady(Duration.ofSeconds(60))));
+      }
+    }
+    return millis.stream().sorted().toList().get(STARTS / 2);
+  }
+
+  /** Every call the server answered so far, by its per-RPC log lines. */
+  private long callsLogged() throws IOException {
+    try (Stream<String> lines = Files.lines(serverLog)) {
+      return lines.filter(l -> l.contains("rpc method=")).count();
+    }
   }
 
   static final String PROBE = "Probe";

@@ -1,0 +1,70 @@
+package dev.caravan.benchmarks.harness;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.support.Json;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The gate's start and memory ratios, and its verdict on them against a baseline. */
+class GateTest {
+  @TempDir Path tmp;
+
+  private static final Footprint QUIET = new Footprint("", 20, 22, 1_500, 100 * 1024, 130 * 1024, 4_000);
+
+  @Test
+  void startIsOverABareJvmAndMemoryIsOverItselfIdle() {
+    List<Gate.Ratio> ratios = Gate.ratios(List.of(), List.of(QUIET), 1_500, 100);
+
+    assertThat(ratios).extracting(Gate.Ratio::key, Gate.Ratio::value).containsExactly(
+        org.assertj.core.groups.Tuple.tuple("start → Probe ready / java -version", 15.0),
+        org.assertj.core.groups.Tuple.tuple("VmRSS after the calls / VmRSS idle (table 20)", 1.3));
+  }
+
+  @Test
+  void memoryThatTheCallsKeepFailsTheGateAndASlowerMachineDoesNot() throws IOException {
+    Path baseline = baseline(Gate.ratios(List.of(), List.of(QUIET), 1_500, 100));
+
+    // Everything twice as slow and a larger idle process (another machine): the same ratios.
+    Footprint slowMachine = new Footprint("", 20, 22, 3_000, 150 * 1024, 195 * 1024, 4_000);
+    assertThat(Gate.compare(baseline, Gate.ratios(List.of(), List.of(slowMachine), 3_000, 200), 0.5, quiet())).isTrue();
+
+    // The same calls now leave twice the idle memory behind.
+    Footprint leaking = new Footprint("", 20, 22, 1_500, 100 * 1024, 200 * 1024, 4_000);
+    ByteArrayOutputStream table = new ByteArrayOutputStream();
+    boolean ok = Gate.compare(baseline, Gate.ratios(List.of(), List.of(leaking), 1_500, 100), 0.5,
+        new PrintStream(table, true, StandardCharsets.UTF_8));
+    assertThat(ok).isFalse();
+    assertThat(table.toString(StandardCharsets.UTF_8))
+        .contains("| VmRSS after the calls / VmRSS idle (table 20) | 1.300 | 2.000 | +54 % | **FAIL: slower** |");
+  }
+
+  @Test
+  void aStartThatTookTwiceAsLongOnTheSameMachineFailsTheGate() throws IOException {
+    Path baseline = baseline(Gate.ratios(List.of(), List.of(QUIET), 1_500, 100));
+
+    ByteArrayOutputStream table = new ByteArrayOutputStream();
+    boolean ok = Gate.compare(baseline, Gate.ratios(List.of(), List.of(QUIET), 3_000, 100), 0.5,
+        new PrintStream(table, true, StandardCharsets.UTF_8));
+    assertThat(ok).isFalse();
+    assertThat(table.toString(StandardCharsets.UTF_8))
+        .contains("| start → Probe ready / java -version | 15.000 | 30.000 | +100 % | **FAIL: slower** |");
+  }
+
+  private Path baseline(List<Gate.Ratio> ratios) throws IOException {
+    Path file = tmp.resolve("baseline.json");
+    Files.writeString(file, Json.pretty(Gate.json("m", "0", "0", 1, List.of(), List.of(QUIET), 1_500, 100, ratios)));
+    return file;
+  }
+
+  private static PrintStream quiet() {
+    return new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+  }
+}
