@@ -36,19 +36,23 @@ import java.util.function.Function;
  *       a partition mapping);
  *   <li><b>opened exclusively</b> by a process ({@code O_EXCL}, as mkfs and a VM's disk do): asked
  *       with an exclusive open of our own, which the kernel refuses with EBUSY. Asked only when
- *       nothing above is found, since a mount and a holder also refuse it.
+ *       nothing above is found, since a mount and a holder also refuse it;
+ *   <li><b>mounted in another mount namespace</b>: what such a refusal is when a process's copy of
+ *       the mounts (it unshared them with private propagation while the device was mounted here)
+ *       still holds the filesystem. Named with that process, found through /proc.
  * </ul>
  *
  * <p>A bind mount holds neither an open descriptor nor a claim on the device, so nothing but the
  * mount table shows it: a loop device bound at a target can be detached and a zvol bound at a target
- * destroyed without the kernel objecting. Only mounts of this process's mount namespace are seen.
+ * destroyed without the kernel objecting. Binds are seen in this process's mount namespace only.
  * A plain (non-exclusive) open is not use: udev and monitoring tools open devices for a moment all
  * the time.
  *
  * @param device the device node asked about
  * @param users what uses it, in words: {@code mounted at /p}, {@code bound at /p}, {@code held by
- *     dm-2}, {@code opened exclusively}, a partition's prefixed with its name ({@code loop3p1 mounted
- *     at /p}); empty when nothing does
+ *     dm-2}, {@code opened exclusively}, {@code mounted at /p in the mount namespace of pid 812
+ *     (sleep)}, a partition's prefixed with its name ({@code loop3p1 mounted at /p}); empty when
+ *     nothing does
  */
 public record DeviceUse(Path device, List<String> users) {
   private static final Path SYS_CLASS_BLOCK = Path.of("/sys/class/block");
@@ -112,7 +116,8 @@ public record DeviceUse(Path device, List<String> users) {
       }
     }
     if (users.isEmpty() && openedExclusively(devNode)) {
-      users.add(OPENED_EXCLUSIVELY);
+      List<String> elsewhere = OtherNamespaceMounts.of(majorMinor);
+      users.addAll(elsewhere.isEmpty() ? List.of(OPENED_EXCLUSIVELY) : elsewhere);
     }
     return new DeviceUse(devNode, users);
   }

@@ -116,6 +116,37 @@ class DeviceUseTest {
   }
 
   @Test
+  void aMountLeftInAnotherMountNamespaceIsUseNamedWithItsProcess() throws Exception {
+    // What any process that unshares its mounts with private propagation does to a staged volume: it
+    // copies the mount, and unmounting here no longer reaches the copy, which keeps the filesystem,
+    // and so the device, busy. An operator needs to know which process, not that "something" does.
+    LoopDevice loop = loop();
+    HostRequirements.assumeTool("mkfs.ext4", "e2fsprogs");
+    HostRequirements.assumeTool("unshare", "util-linux");
+    Filesystems.formatIfEmpty(loop.device(), FsType.EXT4, List.of());
+    Path mountPoint = scratch.directory("mnt");
+    Mounts.mount(loop.device(), mountPoint, "ext4", Set.of(), "");
+    Path ready = scratch.dir().resolve("copied");
+    Process copy = new ProcessBuilder("unshare", "--mount", "--propagation", "private", "sh", "-c",
+        "touch " + ready + " && exec sleep 60").redirectErrorStream(true).start();
+    try {
+      long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
+      while (!Files.exists(ready) && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertThat(ready).as("the copy of the mount namespace is made").exists();
+      Mounts.unmount(mountPoint);
+
+      assertThat(DeviceUse.of(loop.device()).users())
+          .containsExactly("mounted at " + mountPoint + " in the mount namespace of pid " + copy.pid() + " (sleep)");
+    } finally {
+      copy.destroyForcibly();
+      copy.waitFor();
+    }
+    assertThat(DeviceUse.of(loop.device()).inUse()).as("once that namespace ends").isFalse();
+  }
+
+  @Test
   void anExclusiveOpenByAnotherOpenerIsUse() {
     LoopDevice loop = loop();
     Fd held = Libc.open(loop.device(), LinuxUapi.O_RDONLY() | LinuxUapi.O_EXCL());
