@@ -79,7 +79,7 @@ final class DoctorCommand implements Callable<Integer> {
     }
     Path root = first(mountRoot, serve.allowedRoots.isEmpty() ? null : serve.allowedRoots.getFirst(),
         NOMAD_MOUNT_ROOT);
-    Path data = first(dataDir, serve.dataDir, Path.of("/var/lib/caravan", drv));
+    Path data = first(dataDir, serve.dataDir, ServeCommand.defaultDataDir(drv));
     List<Preflight.Check> checks = new ArrayList<>(Preflight.run(drv, data, root, allowlisted));
     checks.add(Preflight.journal(serve.journalDir, data));
     if (drv.equals("qnap") && serve.backendOptions.containsKey("url")) {

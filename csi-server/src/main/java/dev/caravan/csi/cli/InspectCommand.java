@@ -1,6 +1,5 @@
 package dev.caravan.csi.cli;
 
-import java.io.IOException;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -36,17 +35,9 @@ final class InspectCommand implements Callable<Integer> {
     if (!json) {
       url.append(sep).append("format=text");
     }
-    try {
-      PluginApi.Answer r = api.get(url.toString());
-      if (r.status() == 200) {
-        System.out.print(r.body());
-        return 0;
-      }
-      System.err.println("caravan: the plugin answered " + r.status() + ": " + r.body().strip());
-      return r.status() == 404 ? 3 : 1;
-    } catch (IOException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 1;
-    }
+    return api.get(url.toString(), body -> {
+      System.out.print(body);
+      return 0;
+    });
   }
 }

@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.ToIntFunction;
 import picocli.CommandLine.Option;
 
 /** The options and the GET of the commands that ask a running plugin's HTTP server (inspect, stats). */
@@ -34,14 +35,14 @@ final class PluginApi {
   Path key;
 
   /** The plugin's answer: status and body. */
-  record Answer(int status, String body) {}
+  private record Answer(int status, String body) {}
 
   /**
    * GETs {@code pathAndQuery} (already encoded) from the plugin.
    *
    * @throws IOException naming the address, when the plugin cannot be reached
    */
-  Answer get(String pathAndQuery) throws IOException, InterruptedException {
+  private Answer fetch(String pathAndQuery) throws IOException, InterruptedException {
     String url = address.replaceAll("/+$", "") + pathAndQuery;
     try {
       HttpClient.Builder b = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5));
@@ -60,6 +61,28 @@ final class PluginApi {
       throw new IOException("cannot reach the plugin at " + address + ": " + e.getMessage()
           + " (is `caravan serve` running with its HTTP server on?)", e);
     }
+  }
+
+  /**
+   * GETs {@code pathAndQuery} and hands a 200 answer's body to {@code onOk}; any other outcome is
+   * printed on stderr, so that every command that asks the plugin reports failures alike.
+   *
+   * @return what {@code onOk} returns; 3 when the plugin answers 404 (it does not know what was
+   *     asked); 1 for any other answer or when it cannot be reached
+   */
+  int get(String pathAndQuery, ToIntFunction<String> onOk) throws InterruptedException {
+    Answer r;
+    try {
+      r = fetch(pathAndQuery);
+    } catch (IOException e) {
+      System.err.println("caravan: " + e.getMessage());
+      return 1;
+    }
+    if (r.status() != 200) {
+      System.err.println("caravan: the plugin answered " + r.status() + ": " + r.body().strip());
+      return r.status() == 404 ? 3 : 1;
+    }
+    return onOk.applyAsInt(r.body());
   }
 
   static String encode(String s) {

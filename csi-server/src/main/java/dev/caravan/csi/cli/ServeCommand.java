@@ -206,7 +206,7 @@ final class ServeCommand implements Callable<Integer> {
       return usage(iscsiIface != null ? "--iscsi-iface" : "--node-id", "the qnap driver's node id is this node's"
           + " iSCSI initiator name, and " + e.getMessage() + "; install open-iscsi or give --node-id");
     }
-    Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/" + drv);
+    Path data = dataDir != null ? dataDir : defaultDataDir(drv);
     String name = first(pluginName, null, IdentityService.defaultName(drv));
     long max = maxVolumes != null ? maxVolumes : 0;
     long drain = drainSeconds != null ? drainSeconds : 10;
@@ -314,6 +314,11 @@ final class ServeCommand implements Callable<Integer> {
         .withTls(Optional.ofNullable(httpTlsCert), Optional.ofNullable(httpTlsKey), Optional.ofNullable(httpTlsClientCa));
     http.check();
     return new ObserveSettings(metricsOn, Optional.of(http), UsageCollector.Settings.defaults(), nomad);
+  }
+
+  /** Where {@code drv}'s state lives without {@code --data-dir}; doctor checks the same place. */
+  static Path defaultDataDir(String drv) {
+    return Path.of("/var/lib/caravan", drv);
   }
 
   private static String env(String name) {

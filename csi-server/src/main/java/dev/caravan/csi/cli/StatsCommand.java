@@ -1,7 +1,6 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.support.Json;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,24 +46,17 @@ final class StatsCommand implements Callable<Integer> {
     if (namespace != null) {
       path += "?namespace=" + PluginApi.encode(namespace);
     }
-    PluginApi.Answer r;
-    try {
-      r = api.get(path);
-    } catch (IOException e) {
-      System.err.println("caravan: " + e.getMessage());
-      return 1;
-    }
-    if (r.status() != 200) {
-      System.err.println("caravan: the plugin answered " + r.status() + ": " + r.body().strip());
-      return r.status() == 404 ? 3 : 1;
-    }
+    return api.get(path, this::show);
+  }
+
+  private int show(String answer) {
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      out.println(r.body().strip());
+      out.println(answer.strip());
       out.flush();
       return 0;
     }
-    Map<String, Object> body = object(Json.parse(r.body()));
+    Map<String, Object> body = object(Json.parse(answer));
     List<Map<String, Object>> volumes = new ArrayList<>();
     if (volume == null) {
       for (Object v : (List<?>) body.get("volumes")) {

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * The node journal's record of one volume on this node: how and where it is staged, its device, and
@@ -180,9 +181,8 @@ public record StagedVolume(
   }
 
   StagedVolume withoutStagingPath(Path staging) {
-    List<Staging> list = new ArrayList<>(stagings);
-    list.removeIf(s -> s.path().equals(staging));
-    return new StagedVolume(volumeId, context, accessType, fsType, device, list, targets, idsWithout(staging));
+    return new StagedVolume(volumeId, context, accessType, fsType, device,
+        without(stagings, s -> s.path().equals(staging)), targets, idsWithout(staging));
   }
 
   StagedVolume withStagings(List<Staging> list) {
@@ -194,16 +194,21 @@ public record StagedVolume(
   }
 
   StagedVolume withTarget(Published p) {
-    List<Published> list = new ArrayList<>(targets);
-    list.removeIf(t -> t.target().equals(p.target()));
+    List<Published> list = without(targets, t -> t.target().equals(p.target()));
     list.add(p);
     return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list, mountIds);
   }
 
   StagedVolume withoutTarget(Path target) {
-    List<Published> list = new ArrayList<>(targets);
-    list.removeIf(t -> t.target().equals(target));
-    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings, list, idsWithout(target));
+    return new StagedVolume(volumeId, context, accessType, fsType, device, stagings,
+        without(targets, t -> t.target().equals(target)), idsWithout(target));
+  }
+
+  /** A copy of {@code list}, which the caller may change, without the entries {@code gone} matches. */
+  private static <T> List<T> without(List<T> list, Predicate<T> gone) {
+    List<T> copy = new ArrayList<>(list);
+    copy.removeIf(gone);
+    return copy;
   }
 
   StagedVolume withTargets(List<Published> list) {

@@ -79,17 +79,8 @@ final class PeerServer implements AutoCloseable {
    * the handshake: a call on a connection opened before a certificate or CA was taken away is refused
    * even if it arrives before that connection is closed.
    */
-  private static final class StillAccepted implements ServerInterceptor {
-    private final CredentialFiles files;
-    private final PeerTrustManager clients;
-    private final RefusalLog refusals;
-
-    StillAccepted(CredentialFiles files, PeerTrustManager clients, RefusalLog refusals) {
-      this.files = files;
-      this.clients = clients;
-      this.refusals = refusals;
-    }
-
+  private record StillAccepted(CredentialFiles files, PeerTrustManager clients, RefusalLog refusals)
+      implements ServerInterceptor {
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
         ServerCallHandler<Q, R> next) {

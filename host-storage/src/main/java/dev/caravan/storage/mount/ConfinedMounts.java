@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * Mounts, unmounts and creates paths that must lie below a root directory, without a window between
@@ -165,16 +166,9 @@ public final class ConfinedMounts {
     try (Mounts.Held held = Mounts.lock(target);
         Fd tr = Beneath.openDirectory(targetRoot);
         Fd t = resolve(tr, targetRoot, target, false)) {
-      Statx at = Statx.of(t);
-      if (at.mountRoot()) {
-        MountEntry entry = entry(at.mountId(), target);
-        Stat wanted = Libc.fstat(s);
-        Stat shown = Libc.fstat(t);
-        if (wanted.dev() != shown.dev() || wanted.inode() != shown.inode()) {
-          throw new MountConflictException(target, entry.source(), "not a bind of " + source);
-        }
-        Mounts.requireReadOnly(entry, readOnly);
-        return at.mountId();
+      OptionalInt there = alreadyMounted(t, target, readOnly, entry -> sameInode(s, t), "not a bind of " + source);
+      if (there.isPresent()) {
+        return there.getAsInt();
       }
       if (mode() == Mode.DESCRIPTORS) {
         try (Fd tree = MountApi.cloneTree(s)) {
@@ -206,14 +200,9 @@ public final class ConfinedMounts {
     try (Mounts.Held held = Mounts.lock(target);
         Fd r = Beneath.openDirectory(root);
         Fd t = resolve(r, root, target, true)) {
-      Statx at = Statx.of(t);
-      if (at.mountRoot()) {
-        MountEntry entry = entry(at.mountId(), target);
-        if (!Mounts.isDevice(entry, device)) {
-          throw new MountConflictException(target, entry.source(), "not " + device);
-        }
-        Mounts.requireReadOnly(entry, readOnly);
-        return at.mountId();
+      OptionalInt there = alreadyMounted(t, target, readOnly, entry -> Mounts.isDevice(entry, device), "not " + device);
+      if (there.isPresent()) {
+        return there.getAsInt();
       }
       if (mode() == Mode.DESCRIPTORS) {
         try (Fd m = MountApi.newMount(fsType, device.toString(), parameters(flags, data), attributes(flags))) {
@@ -226,6 +215,32 @@ public final class ConfinedMounts {
         return Statx.of(mounted).mountId();
       }
     }
+  }
+
+  /**
+   * The mount already at {@code t}, when there is one: a repeat of the same mount ({@code same}, the
+   * read-only-ness matching) is success and gives its id; anything else mounted there is a {@link
+   * MountConflictException} saying it is {@code notWhat}, and it stays. Empty when nothing is mounted.
+   */
+  private static OptionalInt alreadyMounted(Fd t, Path target, boolean readOnly, Predicate<MountEntry> same,
+      String notWhat) {
+    Statx at = Statx.of(t);
+    if (!at.mountRoot()) {
+      return OptionalInt.empty();
+    }
+    MountEntry entry = entry(at.mountId(), target);
+    if (!same.test(entry)) {
+      throw new MountConflictException(target, entry.source(), notWhat);
+    }
+    Mounts.requireReadOnly(entry, readOnly);
+    return OptionalInt.of(at.mountId());
+  }
+
+  /** {@code t} shows {@code s}'s very inode: a bind of it. */
+  private static boolean sameInode(Fd s, Fd t) {
+    Stat wanted = Libc.fstat(s);
+    Stat shown = Libc.fstat(t);
+    return wanted.dev() == shown.dev() && wanted.inode() == shown.inode();
   }
 
   /**

@@ -312,7 +312,7 @@ final class FileController implements ControllerBackend {
   public void deleteVolume(String volumeId) {
     Optional<VolumeRecord> r = store.readVolume(volumeId);
     Path image = store.volumeImage(volumeId);
-    if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
+    if (nothingLeft(r, image)) {
       return;
     }
     // The journal, and the kernel: a mount or a bind of the loop device's node the journal does not
@@ -341,11 +341,24 @@ final class FileController implements ControllerBackend {
   }
 
   private void finishDelete(String volumeId) {
-    Path image = store.volumeImage(volumeId);
+    removeImageThenRecord(store.volumeImage(volumeId), "delete.after-image-removed",
+        () -> store.deleteVolumeRecord(volumeId));
+  }
+
+  /** Nothing of a volume or snapshot is left: no record, no image, no partial copy of one. */
+  private static boolean nothingLeft(Optional<?> record, Path image) {
+    return record.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image));
+  }
+
+  /**
+   * The end of a deletion: the image (and any partial copy) go before the record, so that a crash in
+   * between leaves the DELETING record, which a retry finishes.
+   */
+  private static void removeImageThenRecord(Path image, String crashPoint, Runnable deleteRecord) {
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
-    CrashPoints.reach("delete.after-image-removed");
-    store.deleteVolumeRecord(volumeId);
+    CrashPoints.reach(crashPoint);
+    deleteRecord.run();
   }
 
   @Override
@@ -444,7 +457,7 @@ final class FileController implements ControllerBackend {
   public void deleteSnapshot(String snapshotId) {
     Optional<SnapshotRecord> r = store.readSnapshot(snapshotId);
     Path image = store.snapshotImage(snapshotId);
-    if (r.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image))) {
+    if (nothingLeft(r, image)) {
       return;
     }
     r.ifPresent(rec -> store.write(rec.withState(State.DELETING)));
@@ -453,11 +466,8 @@ final class FileController implements ControllerBackend {
   }
 
   private void finishDeleteSnapshot(String snapshotId) {
-    Path image = store.snapshotImage(snapshotId);
-    FileStore.delete(FileStore.partial(image));
-    FileStore.delete(image);
-    CrashPoints.reach("delete-snapshot.after-image-removed");
-    store.deleteSnapshotRecord(snapshotId);
+    removeImageThenRecord(store.snapshotImage(snapshotId), "delete-snapshot.after-image-removed",
+        () -> store.deleteSnapshotRecord(snapshotId));
   }
 
   @Override
