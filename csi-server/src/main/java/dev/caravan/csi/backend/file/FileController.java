@@ -341,8 +341,9 @@ final class FileController implements ControllerBackend {
   }
 
   private void finishDelete(String volumeId) {
-    removeImageThenRecord(store.volumeImage(volumeId), "delete.after-image-removed",
-        () -> store.deleteVolumeRecord(volumeId));
+    removeImage(store.volumeImage(volumeId)); // before the record: a crash leaves DELETING, which a retry finishes
+    CrashPoints.reach("delete.after-image-removed");
+    store.deleteVolumeRecord(volumeId);
   }
 
   /** Nothing of a volume or snapshot is left: no record, no image, no partial copy of one. */
@@ -350,15 +351,10 @@ final class FileController implements ControllerBackend {
     return record.isEmpty() && !Files.exists(image) && !Files.exists(FileStore.partial(image));
   }
 
-  /**
-   * The end of a deletion: the image (and any partial copy) go before the record, so that a crash in
-   * between leaves the DELETING record, which a retry finishes.
-   */
-  private static void removeImageThenRecord(Path image, String crashPoint, Runnable deleteRecord) {
+  /** A volume's or snapshot's image, and any partial copy of it. */
+  private static void removeImage(Path image) {
     FileStore.delete(FileStore.partial(image));
     FileStore.delete(image);
-    CrashPoints.reach(crashPoint);
-    deleteRecord.run();
   }
 
   @Override
@@ -466,8 +462,9 @@ final class FileController implements ControllerBackend {
   }
 
   private void finishDeleteSnapshot(String snapshotId) {
-    removeImageThenRecord(store.snapshotImage(snapshotId), "delete-snapshot.after-image-removed",
-        () -> store.deleteSnapshotRecord(snapshotId));
+    removeImage(store.snapshotImage(snapshotId)); // before the record, as for a volume
+    CrashPoints.reach("delete-snapshot.after-image-removed");
+    store.deleteSnapshotRecord(snapshotId);
   }
 
   @Override
