@@ -34,37 +34,37 @@ class GateTest {
 
     // Everything twice as slow and a larger idle process (another machine): the same ratios.
     Footprint slowMachine = new Footprint("", 20, 22, 3_000, 150 * 1024, 195 * 1024, 4_000);
-    assertThat(Gate.compare(baseline, Gate.ratios(List.of(), List.of(slowMachine), 3_000, 200), 0.5, quiet())).isTrue();
+    assertThat(verdicts(baseline, Gate.ratios(List.of(), List.of(slowMachine), 3_000, 200)))
+        .endsWith("performance gate: passed\n");
 
     // The same calls now leave twice the idle memory behind.
     Footprint leaking = new Footprint("", 20, 22, 1_500, 100 * 1024, 200 * 1024, 4_000);
-    ByteArrayOutputStream table = new ByteArrayOutputStream();
-    boolean ok = Gate.compare(baseline, Gate.ratios(List.of(), List.of(leaking), 1_500, 100), 0.5,
-        new PrintStream(table, true, StandardCharsets.UTF_8));
-    assertThat(ok).isFalse();
-    assertThat(table.toString(StandardCharsets.UTF_8))
-        .contains("| VmRSS after the calls / VmRSS idle (table 20) | 1.300 | 2.000 | +54 % | **FAIL: slower** |");
+    assertThat(verdicts(baseline, Gate.ratios(List.of(), List.of(leaking), 1_500, 100)))
+        .contains("| VmRSS after the calls / VmRSS idle (table 20) | 1.300 | 2.000 | +54 % | **FAIL: slower** |")
+        .contains("performance gate: FAILED");
   }
 
   @Test
   void aStartThatTookTwiceAsLongOnTheSameMachineFailsTheGate() throws IOException {
     Path baseline = baseline(Gate.ratios(List.of(), List.of(QUIET), 1_500, 100));
 
+    assertThat(verdicts(baseline, Gate.ratios(List.of(), List.of(QUIET), 3_000, 100)))
+        .contains("| start → Probe ready / java -version | 15.000 | 30.000 | +100 % | **FAIL: slower** |")
+        .contains("performance gate: FAILED");
+  }
+
+  /** The gate's table for {@code now} against {@code baseline}; its last line is the verdict. */
+  private static String verdicts(Path baseline, List<Gate.Ratio> now) throws IOException {
     ByteArrayOutputStream table = new ByteArrayOutputStream();
-    boolean ok = Gate.compare(baseline, Gate.ratios(List.of(), List.of(QUIET), 3_000, 100), 0.5,
-        new PrintStream(table, true, StandardCharsets.UTF_8));
-    assertThat(ok).isFalse();
-    assertThat(table.toString(StandardCharsets.UTF_8))
-        .contains("| start → Probe ready / java -version | 15.000 | 30.000 | +100 % | **FAIL: slower** |");
+    boolean ok = Gate.compare(baseline, now, 0.5, new PrintStream(table, true, StandardCharsets.UTF_8));
+    String text = table.toString(StandardCharsets.UTF_8);
+    assertThat(text.contains("performance gate: passed")).as("the printed verdict is the returned one").isEqualTo(ok);
+    return text;
   }
 
   private Path baseline(List<Gate.Ratio> ratios) throws IOException {
     Path file = tmp.resolve("baseline.json");
     Files.writeString(file, Json.pretty(Gate.json("m", "0", "0", 1, List.of(), List.of(QUIET), 1_500, 100, ratios)));
     return file;
-  }
-
-  private static PrintStream quiet() {
-    return new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
   }
 }
