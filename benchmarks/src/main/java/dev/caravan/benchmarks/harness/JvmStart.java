@@ -2,8 +2,6 @@ package dev.caravan.benchmarks.harness;
 
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -18,7 +16,7 @@ final class JvmStart {
 
   static long medianMillis() throws IOException, InterruptedException {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<Long> millis = new ArrayList<>();
+    Samples starts = new Samples("java -version", RUNS);
     for (int i = 0; i < RUNS; i++) {
       long start = System.nanoTime();
       Process p = new ProcessBuilder(java, "-version").redirectErrorStream(true)
@@ -27,8 +25,8 @@ final class JvmStart {
         p.destroyForcibly();
         throw new IllegalStateException(java + " -version did not exit within 60 s");
       }
-      millis.add(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+      starts.add(System.nanoTime() - start);
     }
-    return millis.stream().sorted().toList().get(RUNS / 2);
+    return TimeUnit.NANOSECONDS.toMillis(starts.percentile(50));
   }
 }

@@ -237,14 +237,14 @@ public final class NodeLatencyHarness {
     if (!jar.isEmpty()) {
       env.put("CARAVAN_JAR", Path.of(jar).toAbsolutePath().toString());
     }
-    List<Long> millis = new ArrayList<>();
+    Samples starts = new Samples("start → Probe ready", STARTS);
     for (int i = 0; i < STARTS; i++) {
       Path work = Files.createDirectories(base.resolve("start-" + i));
       try (ServerProcess server = ServerProcess.start(o.launcher(), work, env, o.serveArgs())) {
-        millis.add(TimeUnit.NANOSECONDS.toMillis(server.awaitProbeReady(Duration.ofSeconds(60))));
+        starts.add(server.awaitProbeReady(Duration.ofSeconds(60)));
       }
     }
-    return millis.stream().sorted().toList().get(STARTS / 2);
+    return TimeUnit.NANOSECONDS.toMillis(starts.percentile(50));
   }
 
   /** Every call the server answered so far, by its per-RPC log lines. */
