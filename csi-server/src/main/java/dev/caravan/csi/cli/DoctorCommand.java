@@ -58,7 +58,7 @@ final class DoctorCommand implements Callable<Integer> {
     // The config is read exactly as serve reads it, so doctor checks what serve would use.
     ServeCommand serve = new ServeCommand();
     if (config != null) {
-      new CommandLine(serve).parseArgs("--config", config.toString());
+      serve.config = config;
       if (serve.applyConfig() != 0) {
         return 2;
       }

@@ -19,7 +19,7 @@ import picocli.CommandLine.Command;
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Caravan: a Nomad-native CSI storage driver.",
-    subcommands = {ServeCommand.class, InspectCommand.class, StatsCommand.class, DoctorCommand.class, DemoCommand.class, DhvCommand.class,
+    subcommands = {InspectCommand.class, StatsCommand.class, DoctorCommand.class, DemoCommand.class, DhvCommand.class,
         VersionCommand.class})
 public final class Main implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -27,7 +27,32 @@ public final class Main implements Runnable {
   public static void main(String[] args) {
     FatalErrors.install();
     configureLogging();
-    System.exit(new CommandLine(new Main()).execute(args));
+    System.exit(execute(args));
+  }
+
+  /**
+   * Runs one {@code caravan} command line and returns its exit status. {@code serve} is parsed by its
+   * own {@link Flags} table and never builds picocli's model (see {@link Flags} for why); every other
+   * command goes through picocli.
+   */
+  public static int execute(String... args) {
+    if (args.length > 0 && args[0].equals("serve")) {
+      return ServeCommand.run(java.util.Arrays.copyOfRange(args, 1, args.length));
+    }
+    return commandLine().execute(args);
+  }
+
+  /** picocli's model of every command but serve, which appears in the listing with its summary. */
+  static CommandLine commandLine() {
+    CommandLine cli = new CommandLine(new Main());
+    CommandLine.Model.CommandSpec serve = CommandLine.Model.CommandSpec.create().name("serve");
+    serve.usageMessage().description(ServeCommand.SUMMARY + " Its flags: caravan serve --help.");
+    cli.addSubcommand("serve", new CommandLine(serve));
+    return cli;
+  }
+
+  static String versionLine() {
+    return "caravan " + BuildInfo.version();
   }
 
   /**
@@ -61,7 +86,7 @@ public final class Main implements Runnable {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      return new String[] {"caravan " + BuildInfo.version()};
+      return new String[] {versionLine()};
     }
   }
 }

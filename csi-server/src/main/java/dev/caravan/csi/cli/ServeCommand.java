@@ -28,146 +28,193 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
 
 /**
  * {@code caravan serve}: runs the plugin until SIGTERM/SIGINT. Each setting comes from the flag, else
  * the environment (CSI_ENDPOINT, CSI_NODE_ID), else the {@code --config} file (HCL or JSON; every
  * flag is a key there, see {@link ServeConfig}), else the default.
  */
-@Command(name = "serve", description = "Run the CSI plugin on a unix socket.")
 final class ServeCommand implements Callable<Integer> {
   private static final System.Logger LOG = System.getLogger(ServeCommand.class.getName());
+  static final String SUMMARY = "Run the CSI plugin on a unix socket.";
   /** Options the environment sets, which win over the config file (Nomad sets CSI_ENDPOINT). */
   private static final Map<String, String> ENVIRONMENT = Map.of("--endpoint", Endpoint.ENV, "--node-id", "CSI_NODE_ID");
 
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
-
-  @Option(names = "--driver", description = "Backend: file, local or qnap (default: file). qnap: iSCSI LUNs on a"
-      + " QNAP appliance, ControllerPublish as the fence, and the node side through open-iscsi (iscsid) and"
-      + " multipathd, which must run on the node; its node id must be the node's iSCSI initiator IQN."
-      + " Its settings are the qnap { ... } block of --config; credentials come from its credentials_file or"
-      + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.")
-  String driver;
-
-  @Option(names = "--endpoint", description = "unix:///path/csi.sock (default: $CSI_ENDPOINT).")
-  String endpoint;
-
-  @Option(names = "--node-id", description = "CSI node id (default: $CSI_NODE_ID, else for qnap this node's iSCSI"
-      + " initiator name, which the appliance's ACL admits: --iscsi-iface's iface.initiatorname, else"
-      + " /etc/iscsi/initiatorname.iscsi; else the hostname).")
-  String nodeId;
-
-  @Option(names = "--iscsi-iface", paramLabel = "NAME", description = "qnap only: log in through this open-iscsi"
-      + " interface, a record in /etc/iscsi/ifaces (iscsiadm -m iface -I NAME -o new), e.g. on a node with several"
-      + " NICs or initiator identities; the node id then defaults to its iface.initiatorname (default: iscsid's"
-      + " default interface, the host's identity). Same as qnap.iscsi-iface.")
-  String iscsiIface;
-
-  @Option(names = "--data-dir", description = "State directory (default: /var/lib/caravan/<driver>).")
-  Path dataDir;
-
-  @Option(names = "--journal-dir", paramLabel = "DIR", description = "Where the node journal (what this node has"
-      + " staged and published) lives. Default: a directory named after the data directory under /run/caravan when"
-      + " that is on a tmpfs (in a container only when /run/caravan is bound in from the host), else"
-      + " <data-dir>/node. Records found in the other place are moved here at start.")
-  Path journalDir;
-
-  @Option(names = "--plugin-name", description = "GetPluginInfo name (default: caravan.csi.<driver>).")
-  String pluginName;
-
-  @Option(names = "--allowed-root", paramLabel = "DIR",
-      description = "A directory below which NodeStage/NodePublish paths may lie; repeatable. Default: <state_dir>/csi"
+  /** serve's flags: the one definition of its command line, its --help and its config file's keys. */
+  static final Flags<ServeCommand> FLAGS = new Flags<>("caravan serve", SUMMARY, List.of(
+      Flag.text("--driver", "file|local|qnap", "Backend: file, local or qnap (default: file). qnap: iSCSI LUNs on a"
+          + " QNAP appliance, ControllerPublish as the fence, and the node side through open-iscsi (iscsid) and"
+          + " multipathd, which must run on the node; its node id must be the node's iSCSI initiator IQN."
+          + " Its settings are the qnap { ... } block of --config; credentials come from its credentials_file or"
+          + " CARAVAN_QNAP_USER/CARAVAN_QNAP_PASSWORD, never from flags.",
+          (c, v) -> c.driver = v),
+      Flag.text("--endpoint", "unix:///PATH", "unix:///path/csi.sock (default: $CSI_ENDPOINT).",
+          (c, v) -> c.endpoint = v),
+      Flag.text("--node-id", "ID", "CSI node id (default: $CSI_NODE_ID, else for qnap this node's iSCSI"
+          + " initiator name, which the appliance's ACL admits: --iscsi-iface's iface.initiatorname, else"
+          + " /etc/iscsi/initiatorname.iscsi; else the hostname).",
+          (c, v) -> c.nodeId = v),
+      Flag.text("--iscsi-iface", "NAME", "qnap only: log in through this open-iscsi"
+          + " interface, a record in /etc/iscsi/ifaces (iscsiadm -m iface -I NAME -o new), e.g. on a node with several"
+          + " NICs or initiator identities; the node id then defaults to its iface.initiatorname (default: iscsid's"
+          + " default interface, the host's identity). Same as qnap.iscsi-iface.",
+          (c, v) -> c.iscsiIface = v),
+      Flag.path("--data-dir", "DIR", "State directory (default: /var/lib/caravan/<driver>).",
+          (c, v) -> c.dataDir = v),
+      Flag.path("--journal-dir", "DIR", "Where the node journal (what this node has"
+          + " staged and published) lives. Default: a directory named after the data directory under /run/caravan when"
+          + " that is on a tmpfs (in a container only when /run/caravan is bound in from the host), else"
+          + " <data-dir>/node. Records found in the other place are moved here at start.",
+          (c, v) -> c.journalDir = v),
+      Flag.text("--plugin-name", "NAME", "GetPluginInfo name (default: caravan.csi.<driver>).",
+          (c, v) -> c.pluginName = v),
+      Flag.paths("--allowed-root", "DIR", "A directory below which NodeStage/NodePublish paths may lie; repeatable. Default: <state_dir>/csi"
           + " when the endpoint has Nomad's host layout (<state_dir>/csi/plugins/<alloc-id>/csi.sock), else"
-          + " /local/csi (Nomad's stage_publish_base_dir inside a task).")
+          + " /local/csi (Nomad's stage_publish_base_dir inside a task).",
+          (c, v) -> c.allowedRoots = v),
+      Flag.number("--max-volumes", "COUNT", "max_volumes_per_node reported to the CO (default: 0 = unlimited).",
+          (c, v) -> c.maxVolumes = v),
+      Flag.number("--drain-timeout", "SECONDS", "How long SIGTERM waits for in-flight calls, in seconds (default: 10).",
+          (c, v) -> c.drainSeconds = v),
+      Flag.text("--http-listen", "HOST:PORT|off", "HOST:PORT of the usage/metrics/inspector HTTP server, or 'off'"
+          + " (default: 127.0.0.1:9633). A non-loopback address needs TLS"
+          + " (--http-tls-cert, --http-tls-key) and --http-tls-client-ca (mTLS) or --http-token-file.",
+          (c, v) -> c.httpListen = v),
+      Flag.path("--http-token-file", "FILE", "File holding the bearer token every HTTP request must carry.",
+          (c, v) -> c.httpTokenFile = v),
+      Flag.path("--http-tls-cert", "FILE", "PEM certificate (chain) for HTTPS.",
+          (c, v) -> c.httpTlsCert = v),
+      Flag.path("--http-tls-key", "FILE", "PEM private key for HTTPS (PKCS#8, or OpenSSL's RSA/EC form; unencrypted).",
+          (c, v) -> c.httpTlsKey = v),
+      Flag.path("--http-tls-client-ca", "FILE", "PEM CA that HTTPS clients' certificates must chain to (mTLS).",
+          (c, v) -> c.httpTlsClientCa = v),
+      Flag.bool("--metrics", "Instrument RPCs and operations for /metrics (default: true).",
+          (c, v) -> c.metrics = v),
+      Flag.text("--iscsi-gc", "on|off", "qnap only: the leaked-session sweeper, which"
+          + " logs out (never deletes) an iSCSI session to a qnap.portals portal and a Caravan target that no journal"
+          + " record, mount or holder uses, once two sweeps --iscsi-gc-grace-seconds apart found it so (default: on).",
+          (c, v) -> c.iscsiGc = v),
+      Flag.text("--peer-listen", "HOST:PORT", "Serve this node's peer endpoint here"
+          + " (mTLS only): with peers, controller calls for a volume run on the node that holds it, and host=auto"
+          + " places new volumes (file and local drivers). Off by default: the plugin serves its own node alone.",
+          (c, v) -> c.peerListen = v),
+      Flag.texts("--peer", "NODE=HOST:PORT", "Another node's peer endpoint; repeatable."
+          + " Every node lists the others (its own entry is ignored).",
+          (c, v) -> c.peers = v),
+      Flag.text("--peer-service", "NAME", "Find the peers through Nomad instead of"
+          + " --peer: the registrations of this Nomad service (provider nomad; each tagged caravan-node=<node id>), read"
+          + " through the task API socket with the task's workload identity (ACL: namespace read-job), every 30 s.",
+          (c, v) -> c.peerService = v),
+      Flag.path("--peer-tls-cert", "FILE", "PEM certificate (chain) of this node for the peer endpoint;"
+          + " its subjectAltName must hold the node id as a DNS name. Re-read when it changes.",
+          (c, v) -> c.peerTlsCert = v),
+      Flag.path("--peer-tls-key", "FILE", "PEM private key of --peer-tls-cert (PKCS#8, or OpenSSL's RSA/EC"
+          + " form; unencrypted). Re-read when it changes.",
+          (c, v) -> c.peerTlsKey = v),
+      Flag.path("--peer-tls-ca", "FILE", "PEM CA certificate(s) every peer's certificate must chain to."
+          + " Re-read when it changes.",
+          (c, v) -> c.peerTlsCa = v),
+      Flag.text("--placement-reserve", "SIZE", "Free space host=auto keeps back on"
+          + " this node, e.g. 10GiB (default: 0).",
+          (c, v) -> c.placementReserve = v),
+      Flag.number("--iscsi-gc-interval-seconds", "SECONDS", "qnap only: how often the sweeper looks, 10 to 3600 (default: 60).",
+          (c, v) -> c.iscsiGcInterval = v),
+      Flag.number("--iscsi-gc-grace-seconds", "SECONDS", "qnap only: how long a session must be seen unused before it is logged out, 60 to 86400"
+          + " (default: 300).",
+          (c, v) -> c.iscsiGcGrace = v),
+      Flag.path("--config", "FILE", "HCL file (JSON when named *.json) setting any"
+          + " flag above: --some-flag is the key some_flag (a list for a repeatable flag), and a backend's settings"
+          + " are its block, e.g. qnap { url = \"https://nas:443\" }. Flags and CSI_ENDPOINT/CSI_NODE_ID win over"
+          + " the file; secrets stay in files (http_token_file, qnap's credentials_file). An unknown key or a bad"
+          + " value stops serve naming the file, line and rule. A *.properties file is read the old way"
+          + " (node-id=..., qnap.url=...).",
+          (c, v) -> c.config = v)));
+
+  String driver;
+  String endpoint;
+  String nodeId;
+  String iscsiIface;
+  Path dataDir;
+  Path journalDir;
+  String pluginName;
   List<Path> allowedRoots = new ArrayList<>();
-
-  @Option(names = "--max-volumes", description = "max_volumes_per_node reported to the CO (default: 0 = unlimited).")
   Long maxVolumes;
-
-  @Option(names = "--drain-timeout", description = "How long SIGTERM waits for in-flight calls, in seconds (default: 10).")
   Long drainSeconds;
-
-  @Option(names = "--http-listen", description = "HOST:PORT of the usage/metrics/inspector HTTP server, or 'off'"
-      + " (default: 127.0.0.1:9633). A non-loopback address needs TLS"
-      + " (--http-tls-cert, --http-tls-key) and --http-tls-client-ca (mTLS) or --http-token-file.")
   String httpListen;
-
-  @Option(names = "--http-token-file", description = "File holding the bearer token every HTTP request must carry.")
   Path httpTokenFile;
-
-  @Option(names = "--http-tls-cert", description = "PEM certificate (chain) for HTTPS.")
   Path httpTlsCert;
-
-  @Option(names = "--http-tls-key", description = "PEM private key for HTTPS (PKCS#8, or OpenSSL's RSA/EC form; unencrypted).")
   Path httpTlsKey;
-
-  @Option(names = "--http-tls-client-ca", description = "PEM CA that HTTPS clients' certificates must chain to (mTLS).")
   Path httpTlsClientCa;
-
-  @Option(names = "--metrics", arity = "1", description = "Instrument RPCs and operations for /metrics (default: true).")
   Boolean metrics;
-
-  @Option(names = "--iscsi-gc", paramLabel = "on|off", description = "qnap only: the leaked-session sweeper, which"
-      + " logs out (never deletes) an iSCSI session to a qnap.portals portal and a Caravan target that no journal"
-      + " record, mount or holder uses, once two sweeps --iscsi-gc-grace-seconds apart found it so (default: on).")
   String iscsiGc;
-
-  @Option(names = "--peer-listen", paramLabel = "HOST:PORT", description = "Serve this node's peer endpoint here"
-      + " (mTLS only): with peers, controller calls for a volume run on the node that holds it, and host=auto"
-      + " places new volumes (file and local drivers). Off by default: the plugin serves its own node alone.")
   String peerListen;
-
-  @Option(names = "--peer", paramLabel = "NODE=HOST:PORT", description = "Another node's peer endpoint; repeatable."
-      + " Every node lists the others (its own entry is ignored).")
   List<String> peers = new ArrayList<>();
-
-  @Option(names = "--peer-service", paramLabel = "NAME", description = "Find the peers through Nomad instead of"
-      + " --peer: the registrations of this Nomad service (provider nomad; each tagged caravan-node=<node id>), read"
-      + " through the task API socket with the task's workload identity (ACL: namespace read-job), every 30 s.")
   String peerService;
-
-  @Option(names = "--peer-tls-cert", description = "PEM certificate (chain) of this node for the peer endpoint;"
-      + " its subjectAltName must hold the node id as a DNS name. Re-read when it changes.")
   Path peerTlsCert;
-
-  @Option(names = "--peer-tls-key", description = "PEM private key of --peer-tls-cert (PKCS#8, or OpenSSL's RSA/EC"
-      + " form; unencrypted). Re-read when it changes.")
   Path peerTlsKey;
-
-  @Option(names = "--peer-tls-ca", description = "PEM CA certificate(s) every peer's certificate must chain to."
-      + " Re-read when it changes.")
   Path peerTlsCa;
-
-  @Option(names = "--placement-reserve", paramLabel = "SIZE", description = "Free space host=auto keeps back on"
-      + " this node, e.g. 10GiB (default: 0).")
   String placementReserve;
-
-  @Option(names = "--iscsi-gc-interval-seconds", paramLabel = "SECONDS",
-      description = "qnap only: how often the sweeper looks, 10 to 3600 (default: 60).")
   Long iscsiGcInterval;
-
-  @Option(names = "--iscsi-gc-grace-seconds", paramLabel = "SECONDS",
-      description = "qnap only: how long a session must be seen unused before it is logged out, 60 to 86400"
-          + " (default: 300).")
   Long iscsiGcGrace;
-
-  @Option(names = "--config", paramLabel = "FILE", description = "HCL file (JSON when named *.json) setting any"
-      + " flag above: --some-flag is the key some_flag (a list for a repeatable flag), and a backend's settings"
-      + " are its block, e.g. qnap { url = \"https://nas:443\" }. Flags and CSI_ENDPOINT/CSI_NODE_ID win over"
-      + " the file; secrets stay in files (http_token_file, qnap's credentials_file). An unknown key or a bad"
-      + " value stops serve naming the file, line and rule. A *.properties file is read the old way"
-      + " (node-id=..., qnap.url=...).")
   Path config;
+
+  /** The flags the command line gave: they win over the config file. */
+  private Set<String> given = Set.of();
 
   /** Where the config file set what; null without one. */
   private ServeConfig applied;
 
   /** The selected backend's block of the config file. */
   Map<String, String> backendOptions = Map.of();
+
+  /**
+   * {@code caravan serve ARGS}: parses the flags, then serves until a signal.
+   *
+   * @return the process's exit status: 0, 1 when the plugin cannot start, 2 for a bad setting
+   */
+  static int run(String... args) {
+    Optional<ServeCommand> serve;
+    try {
+      serve = parse(args);
+    } catch (FlagException e) {
+      System.err.println("caravan serve: " + e.getMessage());
+      return 2;
+    }
+    if (serve.isEmpty()) {
+      return 0;
+    }
+    try {
+      return serve.get().call();
+    } catch (IOException e) {
+      System.err.println("caravan: cannot start: " + e.getMessage());
+      return 1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return 1;
+    }
+  }
+
+  /**
+   * A serve command with {@code args} set; empty after printing the help or the version they asked for.
+   *
+   * @throws FlagException for an unknown flag or a bad value, naming it and the rule
+   */
+  static Optional<ServeCommand> parse(String... args) {
+    ServeCommand serve = new ServeCommand();
+    Flags.Parsed parsed = FLAGS.parse(serve, args);
+    if (parsed.help()) {
+      System.out.print(FLAGS.usage());
+      return Optional.empty();
+    }
+    if (parsed.version()) {
+      System.out.println(Main.versionLine());
+      return Optional.empty();
+    }
+    serve.given = parsed.given();
+    return Optional.of(serve);
+  }
 
   @Override
   public Integer call() throws IOException, InterruptedException {
@@ -281,8 +328,8 @@ final class ServeCommand implements Callable<Integer> {
     try {
       Body body = config.getFileName().toString().endsWith(".properties")
           ? LegacyProperties.read(config, Backends.DRIVERS) : ConfigFiles.read(config);
-      applied = ServeConfig.apply(config, body, spec, Backends.DRIVERS,
-          () -> new CommandLine(new ServeCommand()), o -> env(ENVIRONMENT.get(o.longestName())) != null);
+      applied = ServeConfig.apply(config, body, FLAGS, this, given, Backends.DRIVERS,
+          flag -> env(ENVIRONMENT.get(flag)) != null);
       String drv = driver == null ? "file" : driver;
       if (Backends.DRIVERS.contains(drv)) {
         backendOptions = applied.backend(body, drv).backendOptions();
@@ -297,7 +344,7 @@ final class ServeCommand implements Callable<Integer> {
   /** A bad setting: exit 2, naming the config file and line when the value came from there. */
   private int usage(String option, String message) {
     String where = applied == null ? "" : applied.where(option);
-    System.err.println("caravan: " + where + (where.isEmpty() ? "" : ServeConfig.key(spec.findOption(option)) + ": ")
+    System.err.println("caravan: " + where + (where.isEmpty() ? "" : ServeConfig.key(option) + ": ")
         + message);
     return 2;
   }

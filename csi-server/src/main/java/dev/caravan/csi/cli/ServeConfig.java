@@ -11,16 +11,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.function.Supplier;
+import java.util.Set;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
-import picocli.CommandLine;
-import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Model.OptionSpec;
 
 /**
- * A config file applied to a command's options, as picocli's model of the command describes them:
- * every option {@code --some-flag} is the key {@code some_flag} (a list for a repeatable option), so
- * an option added to the command has its key with no change here. A flag on the command line, or
+ * A config file applied to a command's {@link Flags}: every flag {@code --some-flag} is the key
+ * {@code some_flag} (a list for a repeatable flag), so a flag added to the command has its key with no
+ * change here. A flag on the command line, or
  * the environment variable an option reads, wins over the file. Blocks named after a backend hold
  * that backend's options ({@code qnap { url = ... }}).
  *
@@ -42,35 +40,34 @@ final class ServeConfig {
   }
 
   /**
-   * Checks every key and value of {@code body} against {@code spec}'s options and the backend
-   * blocks, and sets each option the command line and the environment left unset.
+   * Checks every key and value of {@code body} against {@code flags} and the backend blocks, and sets
+   * on {@code target} each flag the command line and the environment left unset.
    *
-   * @param probe a fresh command line of the same command, to convert and check values with
-   * @param fromEnvironment options whose value the environment gave (they win over the file)
+   * @param given the flags the command line gave (they win over the file)
+   * @param fromEnvironment flags whose value the environment gave (they win over the file)
    * @throws ConfigException for an unknown key, a bad value or a secret, with its line and the rule
    */
-  static ServeConfig apply(Path file, Body body, CommandSpec spec, Collection<String> backends,
-      Supplier<CommandLine> probe, java.util.function.Predicate<OptionSpec> fromEnvironment) throws ConfigException {
+  static <T> ServeConfig apply(Path file, Body body, Flags<T> flags, T target, Set<String> given,
+      Collection<String> backends, Predicate<String> fromEnvironment) throws ConfigException {
     ServeConfig c = new ServeConfig(file);
-    Map<String, OptionSpec> byKey = keys(spec);
-    CommandLine.ParseResult matched = spec.commandLine() == null ? null : spec.commandLine().getParseResult();
+    Map<String, Flag<T>> byKey = keys(flags);
     for (Body.Attribute a : body.attributes()) {
       c.secret(a.name(), a.name(), a.line());
-      OptionSpec o = byKey.get(a.name());
-      if (o == null) {
+      Flag<T> flag = byKey.get(a.name());
+      if (flag == null) {
         throw c.error(a.line(), unknown(a.name(), byKey.keySet(), backends));
       }
-      List<String> args = c.args(a, o);
-      CommandLine p = probe.get();
+      List<Object> values = new ArrayList<>();
       try {
-        p.parseArgs(args.toArray(String[]::new));
-      } catch (CommandLine.ParameterException e) {
+        for (String v : c.values(a, flag)) {
+          values.add(flag.convert(v));
+        }
+      } catch (FlagException e) {
         throw c.error(a.line(), a.name() + ": " + e.getMessage());
       }
-      boolean onCommandLine = matched != null && matched.hasMatchedOption(o);
-      if (!onCommandLine && !fromEnvironment.test(o)) {
-        o.setValue(p.getCommandSpec().findOption(o.longestName()).getValue());
-        c.lines.put(o.longestName(), a.line());
+      if (!given.contains(flag.name()) && !fromEnvironment.test(flag.name())) {
+        flag.apply(target, values);
+        c.lines.put(flag.name(), a.line());
       }
     }
     Map<String, Integer> seen = new LinkedHashMap<>();
@@ -139,42 +136,34 @@ final class ServeConfig {
         .map(e -> file + ":" + e.getValue() + ": ").findFirst().orElse("");
   }
 
-  /** The config key of each option of {@code spec}: its longest name, dashes as underscores. */
-  static Map<String, OptionSpec> keys(CommandSpec spec) {
-    Map<String, OptionSpec> keys = new TreeMap<>();
-    for (OptionSpec o : spec.options()) {
-      if (o.usageHelp() || o.versionHelp() || o.longestName().equals("--config")) {
-        continue;
+  /** The config key of each flag: its name without the dashes in front, the others as underscores. */
+  static <T> Map<String, Flag<T>> keys(Flags<T> flags) {
+    Map<String, Flag<T>> keys = new TreeMap<>();
+    for (Flag<T> f : flags.all()) {
+      if (!f.name().equals("--config")) {
+        keys.put(key(f.name()), f);
       }
-      keys.put(key(o), o);
     }
     return keys;
   }
 
-  static String key(OptionSpec o) {
-    return o.longestName().replaceFirst("^-+", "").replace('-', '_');
+  static String key(String flag) {
+    return flag.replaceFirst("^-+", "").replace('-', '_');
   }
 
-  private List<String> args(Body.Attribute a, OptionSpec o) throws ConfigException {
-    String name = o.longestName();
-    if (o.arity().max() == 0) {
-      if (!(a.value() instanceof Value.Bool b)) {
-        throw error(a.line(), a.name() + " is true or false, not " + a.value().kind());
-      }
-      return b.value() ? List.of(name) : List.of();
-    }
-    List<String> args = new ArrayList<>();
+  private List<String> values(Body.Attribute a, Flag<?> flag) throws ConfigException {
+    List<String> values = new ArrayList<>();
     if (a.value() instanceof Value.Tuple t) {
-      if (!o.isMultiValue()) {
+      if (!flag.repeatable()) {
         throw error(a.line(), a.name() + " takes one value, not a list");
       }
       for (Value v : t.items()) {
-        args.add(name + "=" + scalar(a.name(), v));
+        values.add(scalar(a.name(), v));
       }
     } else {
-      args.add(name + "=" + scalar(a.name(), a.value()));
+      values.add(scalar(a.name(), a.value()));
     }
-    return args;
+    return values;
   }
 
   private String scalar(String key, Value v) throws ConfigException {

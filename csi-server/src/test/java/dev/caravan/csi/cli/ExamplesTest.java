@@ -24,7 +24,6 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /**
  * Every HCL file under examples/nomad and examples/qnap, whoever added it: it parses, each plugin
@@ -140,10 +139,10 @@ class ExamplesTest {
     }
     assertThat(list).as(where).isNotEmpty();
     assertThat(list.getFirst()).as(where + ": the plugin runs `caravan serve`").isEqualTo("serve");
-    ServeCommand serve = new ServeCommand();
+    ServeCommand serve;
     try {
-      new CommandLine(serve).parseArgs(list.subList(1, list.size()).toArray(String[]::new));
-    } catch (CommandLine.ParameterException e) {
+      serve = ServeCommand.parse(list.subList(1, list.size()).toArray(String[]::new)).orElseThrow();
+    } catch (FlagException e) {
       throw new AssertionError(where + ": caravan serve refuses the arguments: " + e.getMessage(), e);
     }
     if (serve.driver != null) {
@@ -160,10 +159,9 @@ class ExamplesTest {
       Path base = file.resolveSibling(serve.config.getFileName().toString().replace("-node", ""));
       for (Path example : List.of(sibling, base)) {
         if (Files.exists(example)) {
-          CommandLine probe = new CommandLine(new ServeCommand());
           Body read = ConfigFiles.read(example);
-          ServeConfig.apply(example, read, probe.getCommandSpec(), Backends.DRIVERS,
-              () -> new CommandLine(new ServeCommand()), o -> false);
+          ServeConfig.apply(example, read, ServeCommand.FLAGS, new ServeCommand(), Set.of(), Backends.DRIVERS,
+              flag -> false);
           driver = driver != null ? driver : string(read, "driver").orElse(null);
         }
       }
@@ -196,9 +194,8 @@ class ExamplesTest {
     for (Path c : configs) {
       Body body = ConfigFiles.read(c);
       if (body.blocks("job").isEmpty() && body.attribute("plugin_id").isEmpty()) {
-        CommandLine probe = new CommandLine(new ServeCommand());
-        ServeConfig s = ServeConfig.apply(c, body, probe.getCommandSpec(), Backends.DRIVERS,
-            () -> new CommandLine(new ServeCommand()), o -> false);
+        ServeConfig s = ServeConfig.apply(c, body, ServeCommand.FLAGS, new ServeCommand(), Set.of(), Backends.DRIVERS,
+            flag -> false);
         String driver = string(body, "driver").orElse("file");
         assertThat(s.backend(body, driver).backendOptions()).as(c.toString()).isNotNull();
       }

@@ -11,11 +11,10 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
-import picocli.CommandLine.Model.OptionSpec;
 
 /** {@code caravan serve --config}: real files, the rules, and precedence. */
 class ServeConfigTest {
@@ -27,10 +26,9 @@ class ServeConfigTest {
   private Run apply(String name, String text, String... args) throws Exception {
     Path file = dir.resolve(name);
     Files.writeString(file, text);
-    ServeCommand serve = new ServeCommand();
     List<String> all = new ArrayList<>(List.of(args));
     all.addAll(List.of("--config", file.toString()));
-    new CommandLine(serve).parseArgs(all.toArray(String[]::new));
+    ServeCommand serve = ServeCommand.parse(all.toArray(String[]::new)).orElseThrow();
     return captured(serve, serve::applyConfig);
   }
 
@@ -46,45 +44,47 @@ class ServeConfigTest {
     }
   }
 
-  /** A value of each option's type, as HCL source, and what picocli turns it into. */
-  private static String sample(OptionSpec o, int i) {
-    Class<?> type = o.isMultiValue() ? o.auxiliaryTypes()[0] : o.type();
-    String one = type == Long.class || type == long.class || type == Integer.class || type == int.class
-        ? Integer.toString(100 + i)
-        : type == Boolean.class || type == boolean.class ? "false" : "\"/v" + i + "\"";
-    return o.isMultiValue() ? "[" + one + ", " + one + "]" : one;
+  /** A value of each flag's kind, as HCL source. */
+  private static String sample(Flag<ServeCommand> f, int i) {
+    String one = switch (f.kind()) {
+      case NUMBER -> Integer.toString(100 + i);
+      case BOOLEAN -> "false";
+      case TEXT, PATH -> "\"/v" + i + "\"";
+    };
+    return f.repeatable() ? "[" + one + ", " + one + "]" : one;
   }
 
   @Test
   void everyFlagOfServeIsAKeyOfTheFile() throws Exception {
-    CommandLine model = new CommandLine(new ServeCommand());
-    Map<String, OptionSpec> keys = ServeConfig.keys(model.getCommandSpec());
-    // Derived from the model: every option but --config/--help/--version, so a new flag needs no change.
-    assertThat(keys).hasSize((int) model.getCommandSpec().options().stream()
-        .filter(o -> !o.usageHelp() && !o.versionHelp()).count() - 1);
+    Map<String, Flag<ServeCommand>> keys = ServeConfig.keys(ServeCommand.FLAGS);
+    // Derived from the table: every flag but --config, so a new flag needs no change here.
+    assertThat(keys).hasSize(ServeCommand.FLAGS.all().size() - 1);
     StringBuilder text = new StringBuilder();
     Map<String, String> samples = new LinkedHashMap<>();
     int i = 0;
-    for (Map.Entry<String, OptionSpec> e : keys.entrySet()) {
+    for (Map.Entry<String, Flag<ServeCommand>> e : keys.entrySet()) {
       String v = sample(e.getValue(), i++);
       samples.put(e.getKey(), v);
       text.append(e.getKey()).append(" = ").append(v).append('\n');
     }
-    Run r = apply("all.hcl", text.toString());
-    assertThat(r.exit()).as(r.err()).isZero();
-    CommandLine applied = new CommandLine(r.serve());
-    for (Map.Entry<String, OptionSpec> e : keys.entrySet()) {
-      String flag = e.getValue().longestName();
-      Object expected = ((OptionSpec) applied.getCommandSpec().findOption(flag)).getValue();
-      // The same value the flag itself would have given.
-      CommandLine byFlag = new CommandLine(new ServeCommand());
-      String v = samples.get(e.getKey()).replaceAll("[\\[\\]\"]", "");
+    Run all = apply("all.hcl", text.toString());
+    assertThat(all.exit()).as(all.err()).isZero();
+    for (Map.Entry<String, Flag<ServeCommand>> e : keys.entrySet()) {
+      Flag<ServeCommand> flag = e.getValue();
+      Run one = apply(e.getKey() + ".hcl", e.getKey() + " = " + samples.get(e.getKey()) + "\n");
+      assertThat(one.exit()).as(one.err()).isZero();
+      // The same value the flag itself gives, and not the default.
       List<String> flagArgs = new ArrayList<>();
-      for (String part : v.split(", ", -1)) {
-        flagArgs.add(flag + "=" + part);
+      for (String part : samples.get(e.getKey()).replaceAll("[\\[\\]\"]", "").split(", ", -1)) {
+        flagArgs.add(flag.name() + "=" + part);
       }
-      byFlag.parseArgs(flagArgs.toArray(String[]::new));
-      assertThat(expected).as(e.getKey()).isEqualTo(byFlag.getCommandSpec().findOption(flag).getValue());
+      flagArgs.addAll(List.of("--config", dir.resolve(e.getKey() + ".hcl").toString()));
+      ServeCommand byFlag = ServeCommand.parse(flagArgs.toArray(String[]::new)).orElseThrow();
+      assertThat(one.serve()).as(e.getKey()).usingRecursiveComparison().ignoringFields("given", "applied")
+          .isEqualTo(byFlag);
+      ServeCommand none = ServeCommand.parse("--config", dir.resolve(e.getKey() + ".hcl").toString()).orElseThrow();
+      assertThat(one.serve()).as(e.getKey() + " differs from the default").usingRecursiveComparison()
+          .ignoringFields("given", "applied").isNotEqualTo(none);
     }
   }
 
@@ -119,11 +119,9 @@ class ServeConfigTest {
   void theEnvironmentWinsOverTheFileForTheOptionsItSets() throws Exception {
     Path file = dir.resolve("env.hcl");
     Files.writeString(file, "endpoint = \"unix:///from/file.sock\"\nnode_id = \"from-file\"\n");
-    ServeCommand serve = new ServeCommand();
-    CommandLine cli = new CommandLine(serve);
-    cli.parseArgs("--config", file.toString());
-    ServeConfig.apply(file, dev.caravan.csi.config.ConfigFiles.read(file), cli.getCommandSpec(), List.of("file"),
-        () -> new CommandLine(new ServeCommand()), o -> o.longestName().equals("--endpoint"));
+    ServeCommand serve = ServeCommand.parse("--config", file.toString()).orElseThrow();
+    ServeConfig.apply(file, dev.caravan.csi.config.ConfigFiles.read(file), ServeCommand.FLAGS, serve, Set.of(),
+        List.of("file"), flag -> flag.equals("--endpoint"));
     assertThat(serve.endpoint).isNull();
     assertThat(serve.nodeId).isEqualTo("from-file");
   }
@@ -150,7 +148,7 @@ class ServeConfigTest {
     List<Case> cases = List.of(
         new Case("driver = \"file\"\nnode-id = \"n\"\n", 2, "unknown key 'node-id' (did you mean node_id?)"),
         new Case("\nallowed_roots = [\"/a\"]\n", 2, "unknown key 'allowed_roots' (did you mean allowed_root?)"),
-        new Case("max_volumes = \"ten\"\n", 1, "max_volumes: Invalid value for option '--max-volumes'"),
+        new Case("max_volumes = \"ten\"\n", 1, "max_volumes: --max-volumes: 'ten' is not a whole number"),
         new Case("node_id = [\"a\", \"b\"]\n", 1, "node_id takes one value, not a list"),
         new Case("data_dir = \"${env.HOME}/x\"\n", 1, "data_dir must be a string, number or boolean written out"),
         new Case("http_token = \"s3cret\"\n", 1, "a secret is never written in the config"),
@@ -158,7 +156,7 @@ class ServeConfigTest {
         new Case("nfs {\n}\n", 1, "unknown block 'nfs'"),
         new Case("driver = \"qnap\"\nqnap {\n  password = \"s3cret\"\n}\n", 3, "qnap.password: a secret is never"),
         new Case("driver = \"qnap\"\nqnap {\n  ca-file = \"/x\"\n}\n", 3, "keys are written with '_': ca_file"),
-        new Case("metrics = \"maybe\"\n", 1, "metrics: Invalid value for option '--metrics'"),
+        new Case("metrics = \"maybe\"\n", 1, "metrics: --metrics: 'maybe' is not true or false"),
         new Case("driver = \"file\"\nqnap {}\nqnap {}\n", 3, "a second qnap block (the first is on line 2)"));
     for (Case c : cases) {
       Run r = apply("bad.hcl", c.text());
@@ -172,8 +170,8 @@ class ServeConfigTest {
   void aValueServeRefusesLaterStillNamesItsLine() throws Exception {
     Path file = dir.resolve("later.hcl");
     Files.writeString(file, "driver = \"file\"\n\niscsi_gc = \"maybe\"\nhttp_listen = \"off\"\n");
-    ServeCommand serve = new ServeCommand();
-    new CommandLine(serve).parseArgs("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"));
+    ServeCommand serve = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"))
+        .orElseThrow();
     Run r = captured(serve, serve);
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).contains(file + ":3: iscsi_gc: --iscsi-gc 'maybe' must be on or off");
@@ -188,9 +186,8 @@ class ServeConfigTest {
           transport = "smoke-signals"
         }
         """);
-    ServeCommand qnap = new ServeCommand();
-    new CommandLine(qnap).parseArgs("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"),
-        "--data-dir", dir.resolve("data").toString());
+    ServeCommand qnap = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"),
+        "--data-dir", dir.resolve("data").toString()).orElseThrow();
     Run q = captured(qnap, qnap);
     assertThat(q.exit()).isEqualTo(1);
     assertThat(q.err()).contains(file + ":6: cannot start: ").contains("qnap.transport 'smoke-signals' must be");

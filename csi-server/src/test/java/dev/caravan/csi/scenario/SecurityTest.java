@@ -26,7 +26,6 @@ import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 /**
  * The observe port's security model: loopback by default, a non-loopback bind refused without TLS and
@@ -80,12 +79,12 @@ class SecurityTest {
 
     // caravan serve refuses before starting anything
     Path socket = dir.resolve("csi.sock");
-    int code = new CommandLine(new Main()).execute("serve", "--driver=file", "--endpoint", "unix://" + socket,
+    int code = Main.execute("serve", "--driver=file", "--endpoint", "unix://" + socket,
         "--data-dir", dir.resolve("data").toString(), "--node-id", "n1", "--http-listen", "0.0.0.0:0");
     assertThat(code).isEqualTo(2);
     assertThat(Files.exists(socket)).isFalse();
     Path tokenFile = Files.writeString(dir.resolve("token"), TOKEN + "\n");
-    assertThat(new CommandLine(new Main()).execute("serve", "--driver=file", "--endpoint", "unix://" + socket,
+    assertThat(Main.execute("serve", "--driver=file", "--endpoint", "unix://" + socket,
         "--data-dir", dir.resolve("data").toString(), "--node-id", "n1", "--http-listen", "0.0.0.0:0",
         "--http-token-file", tokenFile.toString())).as("a token without TLS off loopback").isEqualTo(2);
     assertThat(Files.exists(socket)).isFalse();
