@@ -32,12 +32,24 @@ public final class Beneath {
   private static final long OPEN_HOW_SIZE = 24;
   private static final int EAGAIN_RETRIES = 16;
 
-  private static final MethodHandle SYSCALL_OPENAT2 =
-      Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);
-  private static final MethodHandle OPENAT =
-      Syscalls.variadic("openat", 3, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
-  private static final MethodHandle MKDIRAT = Libc.syscall("mkdirat", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle UNLINKAT = Libc.syscall("unlinkat", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  // Holder classes: each downcall stub is made on its first call, not at start-up (see Libc).
+  private static final class SyscallOpenat2 {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG);
+  }
+
+  private static final class Openat {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic("openat", 3, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+  }
+
+  private static final class Mkdirat {
+    static final MethodHandle HANDLE = Libc.syscall("mkdirat", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class Unlinkat {
+    static final MethodHandle HANDLE = Libc.syscall("unlinkat", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
   private static final int AT_REMOVEDIR = 0x200;
 
   private Beneath() {}
@@ -98,7 +110,7 @@ public final class Beneath {
     requireName(name);
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cName = arena.allocateFrom(name);
-      Libc.call(arena, state -> (int) MKDIRAT.invokeExact(state, dir.number(), cName, mode), "mkdirat", dir, name,
+      Libc.call(arena, state -> (int) Mkdirat.HANDLE.invokeExact(state, dir.number(), cName, mode), "mkdirat", dir, name,
           Integer.toOctalString(mode));
     }
   }
@@ -109,7 +121,7 @@ public final class Beneath {
     int flags = directory ? AT_REMOVEDIR : 0;
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cName = arena.allocateFrom(name);
-      Libc.call(arena, state -> (int) UNLINKAT.invokeExact(state, dir.number(), cName, flags), "unlinkat", dir, name);
+      Libc.call(arena, state -> (int) Unlinkat.HANDLE.invokeExact(state, dir.number(), cName, flags), "unlinkat", dir, name);
     }
   }
 
@@ -125,7 +137,7 @@ public final class Beneath {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cName = arena.allocateFrom(name);
       int fd = (int) Libc.call(arena,
-          state -> (int) OPENAT.invokeExact(state, dir.number(), cName, flags, mode), "openat", label,
+          state -> (int) Openat.HANDLE.invokeExact(state, dir.number(), cName, flags, mode), "openat", label,
           "0x" + Integer.toHexString(flags));
       return new Fd(fd, label);
     }
@@ -141,7 +153,7 @@ public final class Beneath {
       for (int attempt = 1; ; attempt++) {
         try {
           long fd = Libc.call(arena,
-              state -> (long) SYSCALL_OPENAT2.invokeExact(state, SYS_OPENAT2, dir.number(), cPath, how, OPEN_HOW_SIZE),
+              state -> (long) SyscallOpenat2.HANDLE.invokeExact(state, SYS_OPENAT2, dir.number(), cPath, how, OPEN_HOW_SIZE),
               "openat2", label, "RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS");
           return new Fd((int) fd, label);
         } catch (SyscallException e) {

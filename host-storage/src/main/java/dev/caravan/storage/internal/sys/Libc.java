@@ -31,40 +31,95 @@ public final class Libc {
   private static final VarHandle ERRNO =
       CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
-  private static final MethodHandle OPEN =
-      Syscalls.variadic("open", 2, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
-  private static final MethodHandle CLOSE = syscall("close", JAVA_INT, JAVA_INT);
+  // One holder class per downcall handle: making a handle generates its stub (a class, and the
+  // method handles around it), and making all of them at once was the largest part of the plugin's
+  // start-up. A holder is initialised on its first call, so start-up makes only the stubs it calls,
+  // while each handle stays a constant the JIT can inline.
+  private static final class Open {
+    static final MethodHandle HANDLE = Syscalls.variadic("open", 2, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+  }
+
+  private static final class Close {
+    static final MethodHandle HANDLE = syscall("close", JAVA_INT, JAVA_INT);
+  }
+
   // ioctl is variadic, and the third argument's type is part of the call: one handle per shape.
-  private static final MethodHandle IOCTL_LONG =
-      Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG);
-  private static final MethodHandle IOCTL_POINTER =
-      Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
-  private static final MethodHandle MOUNT =
-      syscall("mount", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
-  private static final MethodHandle UMOUNT2 = syscall("umount2", JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle STATVFS = syscall("statvfs", JAVA_INT, ADDRESS, ADDRESS);
-  private static final MethodHandle STAT = syscall("stat", JAVA_INT, ADDRESS, ADDRESS);
-  private static final MethodHandle FSTAT = syscall("fstat", JAVA_INT, JAVA_INT, ADDRESS);
-  private static final MethodHandle FSYNC = syscall("fsync", JAVA_INT, JAVA_INT);
-  private static final MethodHandle FTRUNCATE = syscall("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
-  private static final MethodHandle LSEEK =
-      syscall("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
-  private static final MethodHandle COPY_FILE_RANGE =
-      syscall(
-          "copy_file_range", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
-  private static final MethodHandle PREAD =
-      syscall("pread", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
-  private static final MethodHandle PWRITE =
-      syscall("pwrite", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
-  private static final MethodHandle RENAME = syscall("rename", JAVA_INT, ADDRESS, ADDRESS);
-  private static final MethodHandle PIPE2 = syscall("pipe2", JAVA_INT, ADDRESS, JAVA_INT);
+  private static final class IoctlLong {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG);
+  }
+
+  private static final class IoctlPointer {
+    static final MethodHandle HANDLE = Syscalls.variadic("ioctl", 2, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
+  }
+
+  private static final class Mount {
+    static final MethodHandle HANDLE =
+        syscall("mount", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
+  }
+
+  private static final class Umount2 {
+    static final MethodHandle HANDLE = syscall("umount2", JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class StatvfsHandle {
+    static final MethodHandle HANDLE = syscall("statvfs", JAVA_INT, ADDRESS, ADDRESS);
+  }
+
+  private static final class StatHandle {
+    static final MethodHandle HANDLE = syscall("stat", JAVA_INT, ADDRESS, ADDRESS);
+  }
+
+  private static final class Fstat {
+    static final MethodHandle HANDLE = syscall("fstat", JAVA_INT, JAVA_INT, ADDRESS);
+  }
+
+  private static final class Fsync {
+    static final MethodHandle HANDLE = syscall("fsync", JAVA_INT, JAVA_INT);
+  }
+
+  private static final class Ftruncate {
+    static final MethodHandle HANDLE = syscall("ftruncate", JAVA_INT, JAVA_INT, JAVA_LONG);
+  }
+
+  private static final class Lseek {
+    static final MethodHandle HANDLE = syscall("lseek", JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT);
+  }
+
+  private static final class CopyFileRange {
+    static final MethodHandle HANDLE =
+        syscall( "copy_file_range", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT);
+  }
+
+  private static final class Pread {
+    static final MethodHandle HANDLE = syscall("pread", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
+  }
+
+  private static final class Pwrite {
+    static final MethodHandle HANDLE = syscall("pwrite", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG);
+  }
+
+  private static final class Rename {
+    static final MethodHandle HANDLE = syscall("rename", JAVA_INT, ADDRESS, ADDRESS);
+  }
+
+  private static final class Pipe2 {
+    static final MethodHandle HANDLE = syscall("pipe2", JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
   // For talking to a child process through a pseudo-terminal (Pty), which has no file position.
-  private static final MethodHandle READ = syscall("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
-  private static final MethodHandle WRITE =
-      syscall("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
-  private static final MethodHandle STRERROR =
-      LINKER.downcallHandle(
-          LINKER.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+  private static final class Read {
+    static final MethodHandle HANDLE = syscall("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+  }
+
+  private static final class Write {
+    static final MethodHandle HANDLE = syscall("write", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
+  }
+
+  private static final class Strerror {
+    static final MethodHandle HANDLE =
+        LINKER.downcallHandle( LINKER.defaultLookup().findOrThrow("strerror"), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+  }
 
   private Libc() {}
 
@@ -81,7 +136,7 @@ public final class Libc {
               call(
                   arena,
                   state ->
-                      (int) OPEN.invokeExact(state, cPath, flags | LinuxUapi.O_CLOEXEC(), mode),
+                      (int) Open.HANDLE.invokeExact(state, cPath, flags | LinuxUapi.O_CLOEXEC(), mode),
                   "open",
                   path,
                   hex(flags));
@@ -91,7 +146,7 @@ public final class Libc {
 
   static void close(Fd fd) {
     try (Arena arena = Arena.ofConfined()) {
-      call(arena, state -> (int) CLOSE.invokeExact(state, fd.number()), "close", fd);
+      call(arena, state -> (int) Close.HANDLE.invokeExact(state, fd.number()), "close", fd);
     }
   }
 
@@ -100,7 +155,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       return call(
           arena,
-          state -> (int) IOCTL_LONG.invokeExact(state, fd.number(), request.request(), argument),
+          state -> (int) IoctlLong.HANDLE.invokeExact(state, fd.number(), request.request(), argument),
           "ioctl",
           fd,
           request,
@@ -113,7 +168,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       call(
           arena,
-          state -> (int) IOCTL_POINTER.invokeExact(state, fd.number(), request.request(), argument),
+          state -> (int) IoctlPointer.HANDLE.invokeExact(state, fd.number(), request.request(), argument),
           "ioctl",
           fd,
           request);
@@ -142,7 +197,7 @@ public final class Libc {
               : new Object[] {source, target, fsType, hex(flags), data};
       call(
           arena,
-          state -> (int) MOUNT.invokeExact(state, cSource, cTarget, cType, flags, cData),
+          state -> (int) Mount.HANDLE.invokeExact(state, cSource, cTarget, cType, flags, cData),
           "mount",
           arguments);
     }
@@ -153,7 +208,7 @@ public final class Libc {
       MemorySegment cTarget = arena.allocateFrom(target.toString());
       call(
           arena,
-          state -> (int) UMOUNT2.invokeExact(state, cTarget, flags),
+          state -> (int) Umount2.HANDLE.invokeExact(state, cTarget, flags),
           "umount2",
           target,
           hex(flags));
@@ -164,7 +219,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cPath = arena.allocateFrom(path.toString());
       MemorySegment buffer = arena.allocate(dev.caravan.bindings.linux.statvfs.layout());
-      call(arena, state -> (int) STATVFS.invokeExact(state, cPath, buffer), "statvfs", path);
+      call(arena, state -> (int) StatvfsHandle.HANDLE.invokeExact(state, cPath, buffer), "statvfs", path);
       return Statvfs.read(buffer);
     }
   }
@@ -173,7 +228,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cPath = arena.allocateFrom(path.toString());
       MemorySegment buffer = arena.allocate(Stat.LAYOUT);
-      call(arena, state -> (int) STAT.invokeExact(state, cPath, buffer), "stat", path);
+      call(arena, state -> (int) StatHandle.HANDLE.invokeExact(state, cPath, buffer), "stat", path);
       return Stat.read(buffer);
     }
   }
@@ -181,14 +236,14 @@ public final class Libc {
   public static Stat fstat(Fd fd) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment buffer = arena.allocate(Stat.LAYOUT);
-      call(arena, state -> (int) FSTAT.invokeExact(state, fd.number(), buffer), "fstat", fd);
+      call(arena, state -> (int) Fstat.HANDLE.invokeExact(state, fd.number(), buffer), "fstat", fd);
       return Stat.read(buffer);
     }
   }
 
   public static void fsync(Fd fd) {
     try (Arena arena = Arena.ofConfined()) {
-      call(arena, state -> (int) FSYNC.invokeExact(state, fd.number()), "fsync", fd);
+      call(arena, state -> (int) Fsync.HANDLE.invokeExact(state, fd.number()), "fsync", fd);
     }
   }
 
@@ -196,7 +251,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       call(
           arena,
-          state -> (int) FTRUNCATE.invokeExact(state, fd.number(), length),
+          state -> (int) Ftruncate.HANDLE.invokeExact(state, fd.number(), length),
           "ftruncate",
           fd,
           length);
@@ -207,7 +262,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       return call(
           arena,
-          state -> (long) LSEEK.invokeExact(state, fd.number(), offset, whence),
+          state -> (long) Lseek.HANDLE.invokeExact(state, fd.number(), offset, whence),
           "lseek",
           fd,
           offset,
@@ -224,7 +279,7 @@ public final class Libc {
           arena,
           state ->
               (long)
-                  COPY_FILE_RANGE.invokeExact(
+                  CopyFileRange.HANDLE.invokeExact(
                       state, in.number(), inOffset, out.number(), outOffset, length, 0),
           "copy_file_range",
           in,
@@ -239,7 +294,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       return call(
           arena,
-          state -> (long) PREAD.invokeExact(state, fd.number(), buffer, buffer.byteSize(), offset),
+          state -> (long) Pread.HANDLE.invokeExact(state, fd.number(), buffer, buffer.byteSize(), offset),
           "pread",
           fd,
           buffer.byteSize(),
@@ -267,7 +322,7 @@ public final class Libc {
         done +=
             call(
                 arena,
-                state -> (long) PWRITE.invokeExact(state, fd.number(), rest, rest.byteSize(), at),
+                state -> (long) Pwrite.HANDLE.invokeExact(state, fd.number(), rest, rest.byteSize(), at),
                 "pwrite",
                 fd,
                 rest.byteSize(),
@@ -287,7 +342,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment cFrom = arena.allocateFrom(from.toString());
       MemorySegment cTo = arena.allocateFrom(to.toString());
-      call(arena, state -> (int) RENAME.invokeExact(state, cFrom, cTo), "rename", from, to);
+      call(arena, state -> (int) Rename.HANDLE.invokeExact(state, cFrom, cTo), "rename", from, to);
     }
   }
 
@@ -296,7 +351,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment fds = arena.allocate(JAVA_INT, 2);
       int flags = LinuxUapi.O_CLOEXEC();
-      call(arena, state -> (int) PIPE2.invokeExact(state, fds, flags), "pipe2", "O_CLOEXEC");
+      call(arena, state -> (int) Pipe2.HANDLE.invokeExact(state, fds, flags), "pipe2", "O_CLOEXEC");
       return new Fd[] {
         new Fd(fds.getAtIndex(JAVA_INT, 0), "pipe (read end)"),
         new Fd(fds.getAtIndex(JAVA_INT, 1), "pipe (write end)")
@@ -311,7 +366,7 @@ public final class Libc {
     try (Arena arena = Arena.ofConfined()) {
       return call(
           arena,
-          state -> (long) READ.invokeExact(state, fd.number(), buffer, buffer.byteSize()),
+          state -> (long) Read.HANDLE.invokeExact(state, fd.number(), buffer, buffer.byteSize()),
           "read",
           fd,
           buffer.byteSize());
@@ -327,7 +382,7 @@ public final class Libc {
         done +=
             call(
                 arena,
-                state -> (long) WRITE.invokeExact(state, fd.number(), rest, rest.byteSize()),
+                state -> (long) Write.HANDLE.invokeExact(state, fd.number(), rest, rest.byteSize()),
                 "write",
                 fd,
                 rest.byteSize());
@@ -370,7 +425,7 @@ public final class Libc {
   private static String strerror(int errno) {
     try {
       // glibc returns static text for known errnos; 256 bytes is far more than the longest.
-      return ((MemorySegment) STRERROR.invokeExact(errno)).reinterpret(256).getString(0);
+      return ((MemorySegment) Strerror.HANDLE.invokeExact(errno)).reinterpret(256).getString(0);
     } catch (Throwable t) {
       return "errno " + errno;
     }

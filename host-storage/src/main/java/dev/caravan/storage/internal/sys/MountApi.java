@@ -47,16 +47,34 @@ public final class MountApi {
   public static final int MOUNT_ATTR_STRICTATIME = 0x20;
   public static final int MOUNT_ATTR_NODIRATIME = 0x80;
 
+  // Holder classes: each downcall stub is made on its first call, not at start-up (see Libc).
   // syscall(number, int, const char *, unsigned int) and the like: every shape used below.
-  private static final MethodHandle INT_PATH_INT = Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle MOVE_MOUNT =
-      Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle PATH_INT = Syscalls.variadic(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_INT);
-  private static final MethodHandle FSCONFIG =
-      Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT);
-  private static final MethodHandle FSMOUNT = Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT);
-  private static final MethodHandle MOUNT_SETATTR =
-      Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
+  private static final class IntPathInt {
+    static final MethodHandle HANDLE = Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class MoveMount {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class PathInt {
+    static final MethodHandle HANDLE = Syscalls.variadic(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_INT);
+  }
+
+  private static final class Fsconfig {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT);
+  }
+
+  private static final class Fsmount {
+    static final MethodHandle HANDLE = Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT);
+  }
+
+  private static final class MountSetattr {
+    static final MethodHandle HANDLE =
+        Syscalls.variadic(JAVA_LONG, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG);
+  }
 
   private MountApi() {}
 
@@ -74,7 +92,7 @@ public final class MountApi {
       MemorySegment empty = arena.allocateFrom("");
       int flags = OPEN_TREE_CLONE | LinuxUapi.O_CLOEXEC() | AT_EMPTY_PATH;
       long fd = Libc.call(arena,
-          state -> (long) INT_PATH_INT.invokeExact(state, SYS_OPEN_TREE, source.number(), empty, flags),
+          state -> (long) IntPathInt.HANDLE.invokeExact(state, SYS_OPEN_TREE, source.number(), empty, flags),
           "open_tree", source, "OPEN_TREE_CLONE");
       return new Fd((int) fd, "detached bind of " + source);
     }
@@ -88,7 +106,7 @@ public final class MountApi {
       attr.set(JAVA_LONG, 0, attributes);
       long size = MOUNT_ATTR_SIZE;
       Libc.call(arena,
-          state -> (long) MOUNT_SETATTR.invokeExact(state, SYS_MOUNT_SETATTR, mount.number(), empty, AT_EMPTY_PATH,
+          state -> (long) MountSetattr.HANDLE.invokeExact(state, SYS_MOUNT_SETATTR, mount.number(), empty, AT_EMPTY_PATH,
               attr, size),
           "mount_setattr", mount, "0x" + Integer.toHexString(attributes));
     }
@@ -108,7 +126,7 @@ public final class MountApi {
       }
       fsconfig(arena, context, FSCONFIG_CMD_CREATE, null, null);
       long fd = Libc.call(arena,
-          state -> (long) FSMOUNT.invokeExact(state, SYS_FSMOUNT, context.number(), FSMOUNT_CLOEXEC, attributes),
+          state -> (long) Fsmount.HANDLE.invokeExact(state, SYS_FSMOUNT, context.number(), FSMOUNT_CLOEXEC, attributes),
           "fsmount", fsType, source, "0x" + Integer.toHexString(attributes));
       return new Fd((int) fd, "detached " + fsType + " mount of " + source);
     }
@@ -120,7 +138,7 @@ public final class MountApi {
       MemorySegment empty = arena.allocateFrom("");
       int flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH;
       Libc.call(arena,
-          state -> (long) MOVE_MOUNT.invokeExact(state, SYS_MOVE_MOUNT, mount.number(), empty, target.number(), empty,
+          state -> (long) MoveMount.HANDLE.invokeExact(state, SYS_MOVE_MOUNT, mount.number(), empty, target.number(), empty,
               flags),
           "move_mount", mount, target);
     }
@@ -128,7 +146,7 @@ public final class MountApi {
 
   private static Fd fsopen(Arena arena, String fsType) {
     MemorySegment cType = arena.allocateFrom(fsType);
-    long fd = Libc.call(arena, state -> (long) PATH_INT.invokeExact(state, SYS_FSOPEN, cType, FSOPEN_CLOEXEC),
+    long fd = Libc.call(arena, state -> (long) PathInt.HANDLE.invokeExact(state, SYS_FSOPEN, cType, FSOPEN_CLOEXEC),
         "fsopen", fsType);
     return new Fd((int) fd, "filesystem context " + fsType);
   }
@@ -137,7 +155,7 @@ public final class MountApi {
     MemorySegment cKey = key == null ? MemorySegment.NULL : arena.allocateFrom(key);
     MemorySegment cValue = value == null ? MemorySegment.NULL : arena.allocateFrom(value);
     Libc.call(arena,
-        state -> (long) FSCONFIG.invokeExact(state, SYS_FSCONFIG, context.number(), command, cKey, cValue, 0),
+        state -> (long) Fsconfig.HANDLE.invokeExact(state, SYS_FSCONFIG, context.number(), command, cKey, cValue, 0),
         "fsconfig", context, command, key == null ? "" : key, value == null ? "" : value);
   }
 

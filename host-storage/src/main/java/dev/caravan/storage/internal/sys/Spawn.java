@@ -42,15 +42,26 @@ public final class Spawn {
   // siginfo_t, which waitid fills and we do not read.
   private static final long SIGINFO_SIZE = 128;
 
+  // Holder classes: each downcall stub is made on its first call, not at start-up (see Libc).
   // These return an error number instead of setting errno.
-  private static final MethodHandle POSIX_SPAWNP =
-      plain("posix_spawnp", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-  private static final MethodHandle ACTIONS_INIT =
-      plain("posix_spawn_file_actions_init", JAVA_INT, ADDRESS);
-  private static final MethodHandle ACTIONS_DESTROY =
-      plain("posix_spawn_file_actions_destroy", JAVA_INT, ADDRESS);
-  private static final MethodHandle ACTIONS_DUP2 =
-      plain("posix_spawn_file_actions_adddup2", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+  private static final class PosixSpawnp {
+    static final MethodHandle HANDLE =
+        plain("posix_spawnp", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+  }
+
+  private static final class ActionsInit {
+    static final MethodHandle HANDLE = plain("posix_spawn_file_actions_init", JAVA_INT, ADDRESS);
+  }
+
+  private static final class ActionsDestroy {
+    static final MethodHandle HANDLE = plain("posix_spawn_file_actions_destroy", JAVA_INT, ADDRESS);
+  }
+
+  private static final class ActionsDup2 {
+    static final MethodHandle HANDLE =
+        plain("posix_spawn_file_actions_adddup2", JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT);
+  }
+
   // glibc 2.34 and later.
   private static final Optional<MethodHandle> ACTIONS_CLOSEFROM =
       LINKER
@@ -60,23 +71,43 @@ public final class Spawn {
               address ->
                   LINKER.downcallHandle(
                       address, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT)));
-  private static final MethodHandle ATTR_INIT = plain("posix_spawnattr_init", JAVA_INT, ADDRESS);
-  private static final MethodHandle ATTR_DESTROY =
-      plain("posix_spawnattr_destroy", JAVA_INT, ADDRESS);
-  private static final MethodHandle ATTR_SETFLAGS =
-      plain("posix_spawnattr_setflags", JAVA_INT, ADDRESS, JAVA_SHORT);
-  private static final MethodHandle ATTR_SETSIGMASK =
-      plain("posix_spawnattr_setsigmask", JAVA_INT, ADDRESS, ADDRESS);
-  private static final MethodHandle ATTR_SETSIGDEFAULT =
-      plain("posix_spawnattr_setsigdefault", JAVA_INT, ADDRESS, ADDRESS);
-  // These two fail only on an invalid pointer, so their -1 is reported like an error number.
-  private static final MethodHandle SIGEMPTYSET = plain("sigemptyset", JAVA_INT, ADDRESS);
-  private static final MethodHandle SIGFILLSET = plain("sigfillset", JAVA_INT, ADDRESS);
+  private static final class AttrInit {
+    static final MethodHandle HANDLE = plain("posix_spawnattr_init", JAVA_INT, ADDRESS);
+  }
 
-  private static final MethodHandle WAITID =
-      Libc.syscall("waitid", JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle WAITPID =
-      Libc.syscall("waitpid", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  private static final class AttrDestroy {
+    static final MethodHandle HANDLE = plain("posix_spawnattr_destroy", JAVA_INT, ADDRESS);
+  }
+
+  private static final class AttrSetflags {
+    static final MethodHandle HANDLE = plain("posix_spawnattr_setflags", JAVA_INT, ADDRESS, JAVA_SHORT);
+  }
+
+  private static final class AttrSetsigmask {
+    static final MethodHandle HANDLE = plain("posix_spawnattr_setsigmask", JAVA_INT, ADDRESS, ADDRESS);
+  }
+
+  private static final class AttrSetsigdefault {
+    static final MethodHandle HANDLE = plain("posix_spawnattr_setsigdefault", JAVA_INT, ADDRESS, ADDRESS);
+  }
+
+  // These two fail only on an invalid pointer, so their -1 is reported like an error number.
+  private static final class Sigemptyset {
+    static final MethodHandle HANDLE = plain("sigemptyset", JAVA_INT, ADDRESS);
+  }
+
+  private static final class Sigfillset {
+    static final MethodHandle HANDLE = plain("sigfillset", JAVA_INT, ADDRESS);
+  }
+
+  private static final class Waitid {
+    static final MethodHandle HANDLE =
+        Libc.syscall("waitid", JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class Waitpid {
+    static final MethodHandle HANDLE = Libc.syscall("waitpid", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
 
   private Spawn() {}
 
@@ -101,31 +132,31 @@ public final class Spawn {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment actions = arena.allocate(OPAQUE_SIZE, 16);
       MemorySegment attributes = arena.allocate(OPAQUE_SIZE, 16);
-      check("posix_spawn_file_actions_init", (int) ACTIONS_INIT.invokeExact(actions));
+      check("posix_spawn_file_actions_init", (int) ActionsInit.HANDLE.invokeExact(actions));
       try {
-        check("posix_spawnattr_init", (int) ATTR_INIT.invokeExact(attributes));
+        check("posix_spawnattr_init", (int) AttrInit.HANDLE.invokeExact(attributes));
         try {
           int[][] dups = {{stdin.number(), 0}, {stdout.number(), 1}, {stderr.number(), 2}};
           for (int[] dup : dups) {
             check(
                 "posix_spawn_file_actions_adddup2",
-                (int) ACTIONS_DUP2.invokeExact(actions, dup[0], dup[1]));
+                (int) ActionsDup2.HANDLE.invokeExact(actions, dup[0], dup[1]));
           }
           check(
               "posix_spawn_file_actions_addclosefrom_np", (int) closeFrom.invokeExact(actions, 3));
 
           MemorySegment noSignals = arena.allocate(SIGSET_SIZE, 8);
           MemorySegment allSignals = arena.allocate(SIGSET_SIZE, 8);
-          check("sigemptyset", (int) SIGEMPTYSET.invokeExact(noSignals));
-          check("sigfillset", (int) SIGFILLSET.invokeExact(allSignals));
+          check("sigemptyset", (int) Sigemptyset.HANDLE.invokeExact(noSignals));
+          check("sigfillset", (int) Sigfillset.HANDLE.invokeExact(allSignals));
           check(
               "posix_spawnattr_setsigmask",
-              (int) ATTR_SETSIGMASK.invokeExact(attributes, noSignals));
+              (int) AttrSetsigmask.HANDLE.invokeExact(attributes, noSignals));
           check(
               "posix_spawnattr_setsigdefault",
-              (int) ATTR_SETSIGDEFAULT.invokeExact(attributes, allSignals));
+              (int) AttrSetsigdefault.HANDLE.invokeExact(attributes, allSignals));
           short flags = POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-          check("posix_spawnattr_setflags", (int) ATTR_SETFLAGS.invokeExact(attributes, flags));
+          check("posix_spawnattr_setflags", (int) AttrSetflags.HANDLE.invokeExact(attributes, flags));
 
           MemorySegment pid = arena.allocate(JAVA_INT);
           MemorySegment file = arena.allocateFrom(command.getFirst());
@@ -136,16 +167,16 @@ public final class Spawn {
                   environment.entrySet().stream()
                       .map(e -> e.getKey() + "=" + e.getValue())
                       .toList());
-          int error = (int) POSIX_SPAWNP.invokeExact(pid, file, actions, attributes, argv, envp);
+          int error = (int) PosixSpawnp.HANDLE.invokeExact(pid, file, actions, attributes, argv, envp);
           if (error != 0) {
             throw Libc.failure(error, "posix_spawnp", command.getFirst());
           }
           return pid.get(JAVA_INT, 0);
         } finally {
-          check("posix_spawnattr_destroy", (int) ATTR_DESTROY.invokeExact(attributes));
+          check("posix_spawnattr_destroy", (int) AttrDestroy.HANDLE.invokeExact(attributes));
         }
       } finally {
-        check("posix_spawn_file_actions_destroy", (int) ACTIONS_DESTROY.invokeExact(actions));
+        check("posix_spawn_file_actions_destroy", (int) ActionsDestroy.HANDLE.invokeExact(actions));
       }
     } catch (RuntimeException | Error e) {
       throw e;
@@ -161,7 +192,7 @@ public final class Spawn {
         MemorySegment info = arena.allocate(SIGINFO_SIZE, 8);
         Libc.call(
             arena,
-            state -> (int) WAITID.invokeExact(state, P_PID, pid, info, WEXITED | WNOWAIT),
+            state -> (int) Waitid.HANDLE.invokeExact(state, P_PID, pid, info, WEXITED | WNOWAIT),
             "waitid",
             pid);
         return;
@@ -181,7 +212,7 @@ public final class Spawn {
     while (true) {
       try (Arena arena = Arena.ofConfined()) {
         MemorySegment status = arena.allocate(JAVA_INT);
-        Libc.call(arena, state -> (int) WAITPID.invokeExact(state, pid, status, 0), "waitpid", pid);
+        Libc.call(arena, state -> (int) Waitpid.HANDLE.invokeExact(state, pid, status, 0), "waitpid", pid);
         int raw = status.get(JAVA_INT, 0);
         int signal = raw & 0x7f;
         return signal == 0 ? (raw >> 8) & 0xff : 128 + signal;

@@ -41,8 +41,11 @@ public record Statx(int mountId, boolean mountRoot, boolean symlink) {
   private static final long OFFSET_ATTRIBUTES_MASK = 56;
   private static final long OFFSET_MNT_ID = 144;
 
-  private static final MethodHandle STATX =
-      Libc.syscall("statx", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+  // Holder classes: each downcall stub is made on its first call, not at start-up (see Libc).
+  private static final class StatxHandle {
+    static final MethodHandle HANDLE =
+        Libc.syscall("statx", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS);
+  }
 
   /**
    * The mount {@code path} is in (parents resolved, the last component not followed, no automount
@@ -69,7 +72,7 @@ public record Statx(int mountId, boolean mountRoot, boolean symlink) {
       MemorySegment buffer = arena.allocate(SIZE, 8);
       try {
         Libc.call(arena,
-            state -> (int) STATX.invokeExact(state, dirFd, cPath, flags, STATX_TYPE | STATX_MNT_ID, buffer),
+            state -> (int) StatxHandle.HANDLE.invokeExact(state, dirFd, cPath, flags, STATX_TYPE | STATX_MNT_ID, buffer),
             "statx", label);
       } catch (SyscallException e) {
         if (e.errno() == Errno.ENOENT) {

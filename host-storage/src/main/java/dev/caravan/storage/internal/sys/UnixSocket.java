@@ -30,12 +30,19 @@ public final class UnixSocket implements AutoCloseable {
   private static final int SUN_PATH_OFFSET = 2; // sockaddr_un: sa_family_t, then sun_path[108]
   private static final int SUN_PATH_SIZE = 108;
 
-  private static final MethodHandle SOCKET =
-      Libc.syscall("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
-  private static final MethodHandle CONNECT =
-      Libc.syscall("connect", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
-  private static final MethodHandle SETSOCKOPT =
-      Libc.syscall("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  // Holder classes: each downcall stub is made on its first call, not at start-up (see Libc).
+  private static final class Socket {
+    static final MethodHandle HANDLE = Libc.syscall("socket", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT);
+  }
+
+  private static final class Connect {
+    static final MethodHandle HANDLE = Libc.syscall("connect", JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
+
+  private static final class Setsockopt {
+    static final MethodHandle HANDLE =
+        Libc.syscall("setsockopt", JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT);
+  }
 
   private final Fd fd;
   private final String name;
@@ -61,7 +68,7 @@ public final class UnixSocket implements AutoCloseable {
               Libc.call(
                   arena,
                   state ->
-                      (int) SOCKET.invokeExact(state, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0),
+                      (int) Socket.HANDLE.invokeExact(state, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0),
                   "socket",
                   "AF_UNIX",
                   "SOCK_STREAM");
@@ -76,7 +83,7 @@ public final class UnixSocket implements AutoCloseable {
               arena,
               state ->
                   (int)
-                      SETSOCKOPT.invokeExact(
+                      Setsockopt.HANDLE.invokeExact(
                           state, number, SOL_SOCKET, option, timeval, (int) timeval.byteSize()),
               "setsockopt",
               fd,
@@ -90,7 +97,7 @@ public final class UnixSocket implements AutoCloseable {
         int length = SUN_PATH_OFFSET + 1 + nameBytes.length;
         Libc.call(
             arena,
-            state -> (int) CONNECT.invokeExact(state, number, address, length),
+            state -> (int) Connect.HANDLE.invokeExact(state, number, address, length),
             "connect",
             described);
         return new UnixSocket(fd, described);
