@@ -360,7 +360,7 @@ public final class Zfs implements AutoCloseable {
 
   /**
    * Unloads the key of a managed, encrypted dataset's encryption root ({@code lzc_unload_key}); a
-   * volume's device goes away with it.
+   * volume's device goes away with it. Retries for a few seconds while ZFS reports it busy.
    *
    * @return true when this call unloaded it, false when it was not loaded
    * @throws ZfsException with EBUSY while the dataset is in use (a volume's device open or mounted)
@@ -370,7 +370,8 @@ public final class Zfs implements AutoCloseable {
     if (root.keyStatus() != KeyStatus.AVAILABLE) {
       return false;
     }
-    Lzc.Result unloaded = LzcKeys.unloadKey(root.name());
+    // Busy for a moment after an unmount or a device close (udev still probing): retried a while.
+    Lzc.Result unloaded = retryWhileBusy(() -> LzcKeys.unloadKey(root.name()));
     if (unloaded.errno() == ZfsErrors.EACCES) {
       return false; // another caller unloaded it meanwhile
     }
@@ -385,7 +386,9 @@ public final class Zfs implements AutoCloseable {
   /** The managed, passphrase-encrypted encryption root of {@code dataset}. */
   private DatasetProperties encryptionRoot(String dataset, String operation) {
     DatasetProperties properties = properties(dataset);
-    requireManaged(properties, operation);
+    if (!isUnfinishedCopy(properties)) { // a copy of an encrypted volume may need its key to finish
+      requireManaged(properties, operation);
+    }
     if (!properties.isEncrypted()) {
       throw new ZfsRefusedException(
           Reason.NOT_ENCRYPTED, dataset, "cannot " + operation + " " + dataset + ": it is not encrypted");
