@@ -290,8 +290,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   @Override
   public void getCapacity(GetCapacityRequest req, StreamObserver<GetCapacityResponse> out) {
     Rpc.unary(out, () -> {
-      Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
-      CapacityReport report = backend.capacity(req.getParametersMap());
+      Map<String, String> parameters = Encryption.parametersFor(backend, req.getParametersMap());
+      Validate.parameters("parameters", parameters, backend.knownParameters());
+      CapacityReport report = backend.capacity(parameters);
       GetCapacityResponse.Builder b = GetCapacityResponse.newBuilder()
           .setMaximumVolumeSize(Int64Value.of(report.maximumVolumeBytes()))
           .setMinimumVolumeSize(Int64Value.of(report.minimumVolumeBytes()));
