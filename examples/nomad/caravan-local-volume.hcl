@@ -38,4 +38,7 @@ parameters {
   sparse = "false"
   # on, off, lzjb, gzip, zle, lz4 or zstd. Default: inherited from the pool's dataset.
   compression = "lz4"
+  # off or on: ZFS native encryption, the passphrase from the volume's secrets
+  # (caravan-local-encrypted-volume.hcl, docs/encryption.md). Default off.
+  encryption = "off"
 }

@@ -54,7 +54,9 @@ public abstract class KillConformance {
   /** How the volumes of a case are accessed. */
   public enum Access {
     MOUNT,
-    BLOCK
+    BLOCK,
+    /** Mount access to volumes made with {@code encryption=on}, their passphrase in every call's secrets. */
+    ENCRYPTED
   }
 
   /**
@@ -280,7 +282,7 @@ public abstract class KillConformance {
     @Override
     public String toString() {
       return step + " (" + operation.name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ')
-          + (access == Access.BLOCK ? ", block" : "") + ")";
+          + (access == Access.BLOCK ? ", block" : access == Access.ENCRYPTED ? ", encrypted" : "") + ")";
     }
   }
 
@@ -290,6 +292,10 @@ public abstract class KillConformance {
 
   private static Case killBlock(String step, Where where, Operation operation) {
     return new Case(step, where, operation, Access.BLOCK);
+  }
+
+  private static Case killEncrypted(String step, Where where, Operation operation) {
+    return new Case(step, where, operation, Access.ENCRYPTED);
   }
 
   /**
@@ -345,6 +351,9 @@ public abstract class KillConformance {
       kill("clone.after-receive", Where.LOCAL, Operation.CLONE_FROM_SNAPSHOT),
       kill("snapshot.after-zfs-snapshot", Where.LOCAL, Operation.SNAPSHOT),
       kill("delete.after-destroy", Where.LOCAL, Operation.DELETE),
+      // local, encrypted: the key is loaded before the device is formatted and mounted, unloaded after the unmount
+      killEncrypted("local.stage.after-load-key", Where.LOCAL, Operation.STAGE),
+      killEncrypted("local.unstage.before-unload-key", Where.LOCAL, Operation.UNSTAGE),
       // qnap: sessions logged in on every portal before the multipath map is awaited; the map flushed before logout
       kill("qnap.attach.after-login", Where.QNAP, Operation.STAGE),
       kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
@@ -394,7 +403,7 @@ public abstract class KillConformance {
   @MethodSource("cases")
   void aKilledCallIsFinishedByItsRetryAndLeavesNothing(Case c) throws Exception {
     f = PluginFixture.unstarted(backend());
-    KillScene scene = new KillScene(f, c.access() == Access.BLOCK, c.step().hashCode());
+    KillScene scene = new KillScene(f, c.access() == Access.BLOCK, c.access() == Access.ENCRYPTED, c.step().hashCode());
     f.startPlugin();
     c.operation().prepare(scene);
     f.stopPlugin();

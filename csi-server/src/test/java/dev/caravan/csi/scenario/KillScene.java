@@ -59,9 +59,19 @@ final class KillScene {
   /** The context of every volume the scene ever made, for the backend's check that nothing of it is left. */
   private final List<Map<String, String>> contexts = new ArrayList<>();
 
+  /** The passphrase of the encrypted cases' volumes. */
+  static final String PASSPHRASE = "kill-scene passphrase";
+
+  private final boolean encrypted;
+
   KillScene(PluginFixture f, boolean block, long seed) {
+    this(f, block, false, seed);
+  }
+
+  KillScene(PluginFixture f, boolean block, boolean encrypted, long seed) {
     this.f = f;
     this.block = block;
+    this.encrypted = encrypted;
     this.cap = block ? Caps.block() : Caps.mount("ext4");
     this.size = f.backend.sizeFor("ext4");
     this.payload = new byte[64 * 1024];
@@ -88,6 +98,9 @@ final class KillScene {
     CreateVolumeRequest.Builder req = CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
         .setCapacityRange(Caps.bytes(size));
     source.ifPresent(req::setVolumeContentSource);
+    if (encrypted) {
+      req.putParameters("encryption", "on").putSecrets("encryptionPassphrase", PASSPHRASE);
+    }
     Volume v = f.controller.createVolume(req.build()).getVolume();
     volumes.put(name, v);
     contexts.add(v.getVolumeContextMap());
@@ -143,9 +156,13 @@ final class KillScene {
           .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
       fenced.add(name);
     }
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+    NodeStageVolumeRequest.Builder req = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
-        .setVolumeCapability(cap).build());
+        .setVolumeCapability(cap);
+    if (encrypted) {
+      req.putSecrets("encryptionPassphrase", PASSPHRASE);
+    }
+    f.node.nodeStageVolume(req.build());
     staged.put(name, staging(name));
   }
 

@@ -200,6 +200,12 @@ public final class LocalBackend extends BackendHalves {
           LocalController.PROP_NODE, LocalController.PROP_ACCESS)) {
         p.get().get(name).map(Property::value).ifPresent(val -> props.put("zfs." + name, val));
       }
+      // Whether it is encrypted and whether its key is loaded: never anything about the key itself.
+      props.put("encrypted", p.get().isEncrypted() ? "yes" : "no");
+      if (p.get().isEncrypted()) {
+        props.put("zfs.keystatus", p.get().keyStatus().word());
+        p.get().encryptionRoot().ifPresent(root -> props.put("zfs.encryptionroot", root));
+      }
       // Each on its own: snapshots that cannot be listed (a pool in trouble) say nothing about the
       // device, and a device left out would read as detached.
       try {

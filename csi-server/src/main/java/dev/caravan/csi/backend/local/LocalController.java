@@ -9,6 +9,7 @@ import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
@@ -29,8 +30,10 @@ import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.zfs.DatasetProperties;
+import dev.caravan.storage.zfs.KeyStatus;
 import dev.caravan.storage.zfs.PoolStatus;
 import dev.caravan.storage.zfs.Property;
+import dev.caravan.storage.zfs.WrongKeyException;
 import dev.caravan.storage.zfs.Zfs;
 import dev.caravan.storage.zfs.ZfsException;
 import dev.caravan.storage.zfs.ZvolSpec;
@@ -109,6 +112,12 @@ final class LocalController implements ControllerBackend {
     return LocalParameters.KNOWN;
   }
 
+  /** ZFS native encryption: every pool with the encryption feature can do it. */
+  @Override
+  public Optional<String> encryptionUnavailable() {
+    return Optional.empty();
+  }
+
   @Override
   public Set<String> knownSnapshotParameters() {
     return Set.of(LocalParameters.FREEZE);
@@ -158,7 +167,8 @@ final class LocalController implements ControllerBackend {
   }
 
   /** A resolved content source: the ZFS snapshot to copy (existing, or to be taken of a volume). */
-  private record Source(ContentSource csi, VolumeId volume, Optional<String> snapshot, long size, long blockSize) {}
+  private record Source(ContentSource csi, VolumeId volume, Optional<String> snapshot, long size, long blockSize,
+      boolean encrypted) {}
 
   private Provisioned create(VolumeRequest req) {
     LocalParameters params = LocalParameters.parse(req.parameters(), config);
@@ -180,6 +190,9 @@ final class LocalController implements ControllerBackend {
       return new Provisioned(existing.get(), false);
     }
     Optional<Source> source = req.source().map(this::resolveSource);
+    if (source.isPresent()) {
+      requireEncryptionOfSource(source.get(), params, req);
+    }
     String pool = params.pool()
         .orElse(source.map(s -> s.volume().pool()).filter(config.pools()::contains).orElse(config.defaultPool()));
     long block = params.blockSizeOrDefault();
@@ -197,11 +210,16 @@ final class LocalController implements ControllerBackend {
     requireSpace(pool, params.sparse() ? 0 : size);
     VolumeId v = LocalIds.volumeFor(nodeId, pool, config.parentDataset(), req.name());
     ZvolSpec spec = spec(v, req, params, fsType, size, block);
-    if (source.isEmpty()) {
+    if (source.isEmpty() && params.encrypted()) {
+      zfs.createEncryptedZvol(spec, passphrase(req).bytes());
+      CrashPoints.reach("create.after-zvol");
+      // Created with its key loaded: unloaded until NodeStageVolume loads it again.
+      zfs.unloadKey(v.dataset());
+    } else if (source.isEmpty()) {
       zfs.createZvol(spec);
       CrashPoints.reach("create.after-zvol");
     } else {
-      cloneInto(source.get(), spec, req.name());
+      cloneInto(source.get(), spec, req.name(), req);
     }
     return new Provisioned(info(v, zfs.properties(v.dataset())), true);
   }
@@ -217,9 +235,9 @@ final class LocalController implements ControllerBackend {
     return new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
   }
 
-  private void cloneInto(Source s, ZvolSpec spec, String name) {
+  private void cloneInto(Source s, ZvolSpec spec, String name, VolumeRequest req) {
     if (s.snapshot().isPresent()) {
-      copy(s.snapshot().get(), spec);
+      copy(s.snapshot().get(), spec, req);
       return;
     }
     // Volume to volume: a temporary snapshot of the source, copied, then destroyed. A crash may leave
@@ -232,7 +250,7 @@ final class LocalController implements ControllerBackend {
     }
     CrashPoints.reach("clone.after-temp-snapshot");
     try {
-      copy(tmp, spec);
+      copy(tmp, spec, req);
       CrashPoints.reach("clone.after-copy");
     } finally {
       removeCloneSnapshot(s.csi(), name);
@@ -240,10 +258,71 @@ final class LocalController implements ControllerBackend {
   }
 
   /** The facade's two copy steps, with the crash window between them named for the kill tests. */
-  private void copy(String snapshot, ZvolSpec spec) {
+  private void copy(String snapshot, ZvolSpec spec, VolumeRequest req) {
     zfs.receiveCopy(snapshot, spec);
     CrashPoints.reach("clone.after-receive");
-    zfs.finishCopy(spec);
+    finishCopy(spec, req);
+  }
+
+  /**
+   * The copy's last step. A copy of an encrypted source arrives encrypted, raw, with no key loaded;
+   * ZFS grows an encrypted zvol only with its key loaded, so a copy larger than its source has it
+   * loaded for the growth and unloaded after.
+   */
+  private void finishCopy(ZvolSpec spec, VolumeRequest req) {
+    DatasetProperties copy = zfs.properties(spec.name());
+    boolean grows = spec.size() > copy.volumeSize();
+    if (!copy.isEncrypted() || !grows || copy.keyStatus() == KeyStatus.AVAILABLE) {
+      zfs.finishCopy(spec);
+      return;
+    }
+    try {
+      zfs.loadKey(spec.name(), passphrase(req).bytes());
+    } catch (WrongKeyException e) {
+      throw Encryption.wrongPassphrase(spec.name());
+    }
+    try {
+      zfs.finishCopy(spec);
+    } finally {
+      if (zfs.exists(spec.name())) {
+        zfs.unloadKey(spec.name());
+      }
+    }
+  }
+
+  /** The passphrase CreateVolume was given: the services read it when {@code encryption=on}. */
+  private static dev.caravan.csi.backend.Passphrase passphrase(VolumeRequest req) {
+    return req.passphrase().orElseThrow(() -> new CsiException(Kind.UNAUTHENTICATED,
+        "secrets." + Encryption.SECRET + " is required: CreateVolume of an encrypted volume needs its passphrase"));
+  }
+
+  /**
+   * A clone of an encrypted source is encrypted under the source's passphrase (it is copied raw, still
+   * encrypted), so it must ask for {@code encryption=on} and bring that passphrase; a plain source's
+   * copy cannot be encrypted (INVALID_ARGUMENT: the source does not fit the parameters).
+   */
+  private void requireEncryptionOfSource(Source s, LocalParameters params, VolumeRequest req) {
+    String field = s.csi().kind() == ContentSource.Kind.SNAPSHOT
+        ? "volume_content_source.snapshot.snapshot_id" : "volume_content_source.volume.volume_id";
+    if (s.encrypted() && !params.encrypted()) {
+      throw CsiException.invalid(field + " " + s.csi().id() + " is encrypted, and a clone of it is encrypted with"
+          + " the same passphrase: ask for parameters." + Encryption.PARAMETER + "=on with secrets."
+          + Encryption.SECRET);
+    }
+    if (!s.encrypted() && params.encrypted()) {
+      throw CsiException.invalid(field + " " + s.csi().id() + " is not encrypted, and a clone copies its blocks"
+          + " as they are: parameters." + Encryption.PARAMETER + "=on cannot be honoured for it");
+    }
+    if (s.encrypted()) {
+      String dataset = s.snapshot().orElse(s.volume().dataset());
+      try {
+        if (zfs.loadKey(dataset, passphrase(req).bytes())) {
+          zfs.unloadKey(dataset); // loaded only to check it: the source is not staged
+        }
+      } catch (WrongKeyException e) {
+        throw Encryption.wrongPassphrase(s.csi().id());
+      }
+    }
   }
 
   /** Destroys the temporary snapshot a clone of a volume takes, if it (still) exists. */
@@ -293,7 +372,7 @@ final class LocalController implements ControllerBackend {
       throw CsiException.alreadyExists(where + " (" + v.id() + ") for " + String.join("; ", conflicts));
     }
     long size = plannedSize(req, fsType, block, p.volumeSize());
-    zfs.finishCopy(spec(v, req, params, fsType, size, block));
+    finishCopy(spec(v, req, params, fsType, size, block), req);
     return zfs.properties(v.dataset());
   }
 
@@ -338,8 +417,15 @@ final class LocalController implements ControllerBackend {
       }
       accessConflict(p, req).ifPresent(conflicts::add);
       topologyConflict(req).ifPresent(conflicts::add);
+      if (p.isEncrypted() != params.encrypted()) {
+        conflicts.add(p.isEncrypted() ? "encryption on, not off" : "encryption off, not on");
+      }
       if (!conflicts.isEmpty()) {
         throw CsiException.alreadyExists(where + " (" + v.id() + ") with " + String.join("; ", conflicts));
+      }
+      if (p.keyStatus() == KeyStatus.AVAILABLE && usage.of(v.id()).isEmpty()) {
+        // A create cut short between making the encrypted zvol and unloading its key.
+        zfs.unloadKey(v.dataset());
       }
       return Optional.of(info(v, p));
     }
@@ -428,14 +514,15 @@ final class LocalController implements ControllerBackend {
         requireOwner(field, sid.id(), sid.volume().node());
         DatasetProperties p = managedSnapshot(sid)
             .orElseThrow(() -> CsiException.notFound(field + " " + s.id() + " does not exist"));
-        yield new Source(s, sid.volume(), Optional.of(sid.snapshot()), p.volumeSize(), p.volumeBlockSize());
+        yield new Source(s, sid.volume(), Optional.of(sid.snapshot()), p.volumeSize(), p.volumeBlockSize(),
+            p.isEncrypted());
       }
       case VOLUME -> {
         String field = "volume_content_source.volume.volume_id";
         VolumeId vid = own(field, s.id());
         DatasetProperties p = managedVolume(vid)
             .orElseThrow(() -> CsiException.notFound(field + " " + s.id() + " does not exist"));
-        yield new Source(s, vid, Optional.empty(), p.volumeSize(), p.volumeBlockSize());
+        yield new Source(s, vid, Optional.empty(), p.volumeSize(), p.volumeBlockSize(), p.isEncrypted());
       }
     };
   }
@@ -752,6 +839,11 @@ final class LocalController implements ControllerBackend {
             "capacity_range.limit_bytes " + range.limitBytes() + " is below " + target + " (required_bytes "
                 + range.requiredBytes() + " rounded up to the volblocksize " + block + ")");
       }
+      if (p.isEncrypted() && p.keyStatus() != KeyStatus.AVAILABLE) {
+        throw CsiException.failedPrecondition("volume_id " + volumeId + " is encrypted and not staged on this node:"
+            + " ZFS grows an encrypted zvol only while its key is loaded; stage the volume (NodeStageVolume loads"
+            + " the key), then expand it");
+      }
       requireUsablePool(v.pool());
       requireSpace(v.pool(), p.isThick() ? target - size : 0);
       zfs.growZvol(v.dataset(), target);
@@ -830,6 +922,9 @@ final class LocalController implements ControllerBackend {
         CONTEXT_NODE, nodeId,
         CONTEXT_DATASET, v.dataset()));
     p.userProperty(PROP_ACCESS).ifPresent(access -> context.put(AccessType.CONTEXT_KEY, access));
+    if (p.isEncrypted()) {
+      context.put(Encryption.PARAMETER, Encryption.Mode.ON.value()); // that it is, never how: no key material
+    }
     return new VolumeInfo(v.id(), p.userProperty(PROP_NAME).orElse(""), p.volumeSize(), context.get(CONTEXT_FS_TYPE), context,
         p.userProperty(PROP_SOURCE).flatMap(LocalController::decode), List.of(nodeTopology));
   }

@@ -1,13 +1,18 @@
 package dev.caravan.csi.backend.local;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.zfs.DatasetProperties;
+import dev.caravan.storage.zfs.KeyStatus;
+import dev.caravan.storage.zfs.WrongKeyException;
 import dev.caravan.storage.zfs.Zfs;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -15,8 +20,9 @@ import java.util.Optional;
 
 /**
  * Node half of the {@code local} backend: a volume's device is its zvol's block device, which ZFS
- * keeps present as long as the zvol exists. Attach resolves it (waiting, bounded, for udev); detach
- * has nothing to undo. The dataset is derived from the (validated) volume id, never from the volume
+ * keeps present as long as the zvol exists (an encrypted zvol's, as long as its key is loaded).
+ * Attach resolves it (waiting, bounded, for udev), loading an encrypted zvol's key first; detach
+ * unloads that key and otherwise has nothing to undo. The dataset is derived from the (validated) volume id, never from the volume
  * context, which the CO hands back but does not protect.
  */
 final class LocalNode implements NodeBackend {
@@ -34,14 +40,28 @@ final class LocalNode implements NodeBackend {
     this.nodeId = nodeId;
   }
 
+  /**
+   * The zvol's device; an encrypted zvol's key is loaded first, from the {@code encryptionPassphrase}
+   * of the stage's secrets ({@link Encryption}), since its device exists only while the key is. A key
+   * loaded already is fine, once the passphrase given proves to be its passphrase.
+   */
   @Override
   public Path attach(VolumeRef volume) {
     return ZfsErrorsToCsi.guard(() -> {
       VolumeId v = local(volume);
-      if (controller.managedVolume(v).isEmpty()) {
+      Optional<DatasetProperties> p = controller.managedVolume(v);
+      if (p.isEmpty()) {
         throw CsiException.notFound(
             "volume_id " + volume.volumeId() + " does not exist on node " + nodeId + " (no managed zvol "
                 + v.dataset() + ")");
+      }
+      if (p.get().isEncrypted()) {
+        try (Passphrase passphrase = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+          zfs.loadKey(v.dataset(), passphrase.bytes());
+        } catch (WrongKeyException e) {
+          throw Encryption.wrongPassphrase(volume.volumeId());
+        }
+        CrashPoints.reach("local.stage.after-load-key");
       }
       return zfs.zvolDevice(v.dataset(), config.deviceWait());
     });
@@ -69,9 +89,26 @@ final class LocalNode implements NodeBackend {
     return ZfsErrorsToCsi.guard(() -> Zfs.isDeviceOf(device, local(volume).dataset()));
   }
 
+  /**
+   * A plain zvol's device node exists as long as the zvol does: nothing to undo. An encrypted zvol's
+   * key is unloaded (the node engine has unmounted it before), which takes its device away; a key
+   * not loaded is fine.
+   */
   @Override
   public void detach(VolumeRef volume) {
-    // A zvol's device node exists as long as the zvol does: nothing to undo on this node.
+    ZfsErrorsToCsi.run(() -> {
+      VolumeId v;
+      try {
+        v = local(volume);
+      } catch (CsiException notHere) {
+        return; // not a zvol of this node: nothing here to undo
+      }
+      Optional<DatasetProperties> p = controller.managedVolume(v);
+      if (p.isPresent() && p.get().keyStatus() == KeyStatus.AVAILABLE) {
+        CrashPoints.reach("local.unstage.before-unload-key");
+        zfs.unloadKey(v.dataset());
+      }
+    });
   }
 
   @Override

@@ -1,6 +1,7 @@
 package dev.caravan.csi.backend.local;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.storage.zfs.Compression;
 import java.util.Arrays;
@@ -25,6 +26,7 @@ import java.util.regex.Pattern;
  * @param volblocksize bytes, if given (power of two, 4K to 128K)
  * @param sparse no reservation
  * @param compression empty: inherit from the parent dataset
+ * @param encrypted {@code encryption=on}: ZFS native encryption, the passphrase from the secrets
  */
 record LocalParameters(
     Optional<String> pool,
@@ -32,7 +34,8 @@ record LocalParameters(
     Optional<String> fsType,
     OptionalLong volblocksize,
     boolean sparse,
-    Optional<Compression> compression) {
+    Optional<Compression> compression,
+    boolean encrypted) {
 
   static final String POOL = "pool";
   static final String HOST = "host";
@@ -40,7 +43,8 @@ record LocalParameters(
   static final String VOLBLOCKSIZE = "volblocksize";
   static final String SPARSE = "sparse";
   static final String COMPRESSION = "compression";
-  static final Set<String> KNOWN = Set.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION);
+  static final Set<String> KNOWN =
+      Set.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION, Encryption.PARAMETER);
 
   static final String AUTO = "auto";
   static final long DEFAULT_BLOCK = 16 * 1024;
@@ -87,7 +91,8 @@ record LocalParameters(
           "parameters." + SPARSE + " '" + IdRules.printable(given.get(SPARSE)) + "' must be true or false");
     };
     Optional<Compression> compression = Optional.ofNullable(given.get(COMPRESSION)).map(LocalParameters::compression);
-    return new LocalParameters(pool, host, fsType, block, sparse, compression);
+    boolean encrypted = Encryption.mode(given) == Encryption.Mode.ON;
+    return new LocalParameters(pool, host, fsType, block, sparse, compression, encrypted);
   }
 
   /** {@code 16K}, {@code 16k}, {@code 16KiB} or {@code 16384}: a power of two from 4K to 128K. */

@@ -107,10 +107,13 @@ class LocalRulesTest {
     assertThat(q.volblocksize()).hasValue(64 * 1024);
     assertThat(q.sparse()).isTrue();
     assertThat(q.compression()).contains(Compression.ZSTD);
+    assertThat(q.encrypted()).isFalse();
+    assertThat(LocalParameters.parse(Map.of("encryption", "on"), CONFIG).encrypted()).isTrue();
+    assertThat(LocalParameters.parse(Map.of("encryption", "off"), CONFIG).encrypted()).isFalse();
     Map<String, Long> blocks = Map.of("4K", 4096L, "8k", 8192L, "16KiB", 16384L, "32768", 32768L, "128K", 131072L);
     blocks.forEach((text, bytes) -> assertThat(LocalParameters.blockSize(text)).as(text).isEqualTo(bytes));
     assertThat(LocalParameters.KNOWN)
-        .containsExactlyInAnyOrder("pool", "host", "fsType", "volblocksize", "sparse", "compression");
+        .containsExactlyInAnyOrder("pool", "host", "fsType", "volblocksize", "sparse", "compression", "encryption");
   }
 
   @Test
