@@ -20,6 +20,7 @@ module dev.caravan.storage {
 
   exports dev.caravan.storage;
   exports dev.caravan.storage.block;
+  exports dev.caravan.storage.crypt;
   exports dev.caravan.storage.exec;
   exports dev.caravan.storage.file;
   exports dev.caravan.storage.fs;
