@@ -18,6 +18,15 @@ public interface ControllerBackend {
   /** The CreateVolume parameters this backend understands; anything else is rejected before a call. */
   Set<String> knownParameters();
 
+  /**
+   * Why this backend cannot make encrypted volumes here ({@code encryption=on}, see {@link
+   * Encryption}), or empty when it can; a backend that can lists {@link Encryption#PARAMETER} in
+   * {@link #knownParameters()}.
+   */
+  default Optional<String> encryptionUnavailable() {
+    return Optional.of("this backend does not encrypt volumes");
+  }
+
   /** The CreateSnapshot parameters this backend understands. */
   default Set<String> knownSnapshotParameters() {
     return Set.of();

@@ -19,6 +19,7 @@ public final class CsiException extends RuntimeException {
     RESOURCE_EXHAUSTED,
     UNAVAILABLE,
     UNIMPLEMENTED,
+    UNAUTHENTICATED,
     INTERNAL
   }
 

@@ -16,6 +16,9 @@ import java.util.Set;
  * @param source initial content, if any
  * @param requisite topologies the volume must be reachable from (empty: anywhere)
  * @param preferred topologies the CO prefers, best first
+ * @param passphrase the encryption passphrase from the request's secrets, present only when
+ *     {@code parameters.encryption} is {@code on} ({@link Encryption}); the caller closes it after the
+ *     call
  */
 public record VolumeRequest(
     String name,
@@ -25,11 +28,31 @@ public record VolumeRequest(
     Map<String, String> parameters,
     Optional<ContentSource> source,
     List<Topology> requisite,
-    List<Topology> preferred) {
+    List<Topology> preferred,
+    Optional<Passphrase> passphrase) {
   public VolumeRequest {
     accessTypes = Set.copyOf(accessTypes);
     parameters = Map.copyOf(parameters);
     requisite = List.copyOf(requisite);
     preferred = List.copyOf(preferred);
+    java.util.Objects.requireNonNull(passphrase, "passphrase");
+  }
+
+  /** A request for an unencrypted volume (no passphrase). */
+  public VolumeRequest(
+      String name,
+      CapacityRange capacity,
+      Set<AccessType> accessTypes,
+      Optional<String> fsType,
+      Map<String, String> parameters,
+      Optional<ContentSource> source,
+      List<Topology> requisite,
+      List<Topology> preferred) {
+    this(name, capacity, accessTypes, fsType, parameters, source, requisite, preferred, Optional.empty());
+  }
+
+  /** Whether CreateVolume asked for an encrypted volume. */
+  public boolean encrypted() {
+    return Encryption.mode(parameters) == Encryption.Mode.ON;
   }
 }

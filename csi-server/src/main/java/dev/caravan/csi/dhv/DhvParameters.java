@@ -1,5 +1,6 @@
 package dev.caravan.csi.dhv;
 
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.IdRules;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -43,6 +44,10 @@ record DhvParameters(Map<String, String> backend, Optional<Integer> mode, Option
       if (!ROOT.contains(e.getKey())) {
         backend.put(e.getKey(), e.getValue());
       }
+    }
+    if (Encryption.Mode.ON.value().equals(given.get(Encryption.PARAMETER))) {
+      throw DhvException.invalid("parameter " + Encryption.PARAMETER + "=on is not supported by the Dynamic Host"
+          + " Volume plugin: Nomad passes it no secrets to take a passphrase from");
     }
     Optional<Integer> mode = Optional.ofNullable(given.get("mode")).map(m -> {
       if (!OCTAL.matcher(m).matches()) {

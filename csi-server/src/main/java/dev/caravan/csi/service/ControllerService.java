@@ -6,6 +6,8 @@ import dev.caravan.csi.backend.CapacityReport;
 import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.SnapshotInfo;
@@ -110,7 +112,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       List<Capability> caps = Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
       CapacityRange capacity =
           req.hasCapacityRange() ? Validate.capacity("capacity_range", req.getCapacityRange()) : CapacityRange.UNSPECIFIED;
-      Validate.parameters("parameters", req.getParametersMap(), backend.knownParameters());
+      Map<String, String> parameters = Encryption.parametersFor(backend, req.getParametersMap());
+      Validate.parameters("parameters", parameters, backend.knownParameters());
       if (!req.getMutableParamsMap().isEmpty()) {
         throw CsiException.invalid("mutable_parameters are not supported (no MODIFY_VOLUME capability)");
       }
@@ -123,21 +126,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       EnumSet<AccessType> types = EnumSet.noneOf(AccessType.class);
       caps.forEach(c -> types.add(c.accessType()));
       Optional<ContentSource> source = contentSource(req);
-      VolumeRequest request =
-          new VolumeRequest(
-              req.getName(),
-              capacity,
-              types,
-              fsTypes.stream().findFirst(),
-              req.getParametersMap(),
-              source,
-              Convert.topologies(req.getAccessibilityRequirements().getRequisiteList()),
-              Convert.topologies(req.getAccessibilityRequirements().getPreferredList()));
       String key = Ids.volumeNamed(backend, req.getName());
       String sourceKey = source.map(this::existingSourceKey).orElse(key);
+      Optional<Passphrase> passphrase = Encryption.mode(parameters) == Encryption.Mode.ON
+          ? Optional.of(Encryption.passphrase("CreateVolume", req.getSecretsMap()))
+          : Optional.empty();
       try (VolumeLocks.Held held = locks.acquire(key, sourceKey)) {
+        VolumeRequest request =
+            new VolumeRequest(
+                req.getName(),
+                capacity,
+                types,
+                fsTypes.stream().findFirst(),
+                parameters,
+                source,
+                Convert.topologies(req.getAccessibilityRequirements().getRequisiteList()),
+                Convert.topologies(req.getAccessibilityRequirements().getPreferredList()),
+                passphrase);
         VolumeInfo created = backend.createVolume(request);
         return CreateVolumeResponse.newBuilder().setVolume(Convert.volume(created)).build();
+      } finally {
+        passphrase.ifPresent(Passphrase::close);
       }
     });
   }

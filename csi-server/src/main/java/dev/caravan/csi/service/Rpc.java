@@ -48,6 +48,7 @@ public final class Rpc {
           case RESOURCE_EXHAUSTED -> Status.Code.RESOURCE_EXHAUSTED;
           case UNAVAILABLE -> Status.Code.UNAVAILABLE;
           case UNIMPLEMENTED -> Status.Code.UNIMPLEMENTED;
+          case UNAUTHENTICATED -> Status.Code.UNAUTHENTICATED;
           case INTERNAL -> Status.Code.INTERNAL;
         };
     return Status.fromCode(code).withDescription(e.getMessage());

@@ -15,6 +15,9 @@ public final class DatasetProperties {
   /** Marks a value received by {@code zfs receive} in a property's source. */
   private static final String RECEIVED_SOURCE = "$recvd";
 
+  /** {@code ZIO_CRYPT_OFF} in {@code enum zio_encrypt}. */
+  private static final long ENCRYPTION_OFF = 2;
+
   private final String name;
   private final DatasetType type;
   private final boolean volume;
@@ -168,6 +171,22 @@ public final class DatasetProperties {
   /** The compression algorithm in effect, when the kernel reported one. */
   public Optional<Compression> compression() {
     return get("compression").filter(Property::numeric).map(p -> Compression.fromIndex(p.asLong()));
+  }
+
+  /** Whether ZFS native encryption protects the dataset ({@code encryption} is not {@code off}). */
+  public boolean isEncrypted() {
+    return get("encryption").filter(Property::numeric).map(p -> p.asLong() != ENCRYPTION_OFF).orElse(false);
+  }
+
+  /** The dataset whose key opens this one ({@code encryptionroot}); empty when not encrypted. */
+  public Optional<String> encryptionRoot() {
+    return get("encryptionroot").map(Property::value).filter(v -> !v.isEmpty());
+  }
+
+  /** Whether the key is loaded ({@code keystatus}); {@link KeyStatus#NONE} when not encrypted. */
+  public KeyStatus keyStatus() {
+    return get("keystatus").filter(Property::numeric).map(p -> KeyStatus.fromIndex(p.asLong()))
+        .orElse(KeyStatus.NONE);
   }
 
   /** Whether the volume reserves its full size: its refreservation covers at least volsize. */

@@ -56,6 +56,14 @@ final class IndependentCopy {
    * error: the caller inspects the {@link Outcome}.
    */
   static Outcome run(String source, String received, Map<String, String> properties) {
+    return run(source, received, properties, false);
+  }
+
+  /**
+   * As {@link #run(String, String, Map)}; {@code raw} sends an encrypted source as it is stored
+   * (no key needed) and the copy arrives encrypted, with the source's wrapping key.
+   */
+  static Outcome run(String source, String received, Map<String, String> properties, boolean raw) {
     AtomicReference<Lzc.Result> sent = new AtomicReference<>();
     AtomicReference<Throwable> senderCrash = new AtomicReference<>();
     Lzc.Result receiveResult;
@@ -67,7 +75,7 @@ final class IndependentCopy {
               .start(
                   () -> {
                     try {
-                      sent.set(Lzc.send(source, pipe.writeFd(), Lzc.SEND_AS_STORED));
+                      sent.set(Lzc.send(source, pipe.writeFd(), Lzc.SEND_AS_STORED | (raw ? Lzc.SEND_RAW : 0)));
                     } catch (Throwable t) {
                       senderCrash.set(t);
                     } finally {
@@ -75,7 +83,7 @@ final class IndependentCopy {
                     }
                   });
       try (NvList list = NvList.of(properties)) {
-        receiveResult = Lzc.receive(received, list, pipe.readFd());
+        receiveResult = Lzc.receive(received, list, raw, pipe.readFd());
       } finally {
         pipe.closeReadEnd();
         joinUninterruptibly(sender);

@@ -5,6 +5,7 @@ import dev.caravan.storage.NativeLibraryUnavailableException;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.internal.zfs.Lzc;
+import dev.caravan.storage.internal.zfs.LzcKeys;
 import dev.caravan.storage.internal.zfs.NvList;
 import dev.caravan.storage.internal.zfs.VolumeReservation;
 import dev.caravan.storage.internal.zfs.ZfsErrors;
@@ -15,8 +16,10 @@ import dev.caravan.storage.internal.zfs.ZvolDevices;
 import dev.caravan.storage.zfs.ZfsRefusedException.Reason;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,6 +62,10 @@ public final class Zfs implements AutoCloseable {
   private static final Duration DEVICE_POLL = Duration.ofMillis(25);
   private static final long CANMOUNT_OFF = 0;
   private static final long VOLMODE_NONE = 3; // zfs_volmode_t: default, geom, dev, none
+  private static final long ENCRYPTION_AES_256_GCM = 8; // enum zio_encrypt
+  private static final long KEYFORMAT_PASSPHRASE = 3; // zfs_keyformat_t: none, raw, hex, passphrase
+  private static final String KEYLOCATION_PROMPT = "prompt";
+  private static final SecureRandom RANDOM = new SecureRandom();
 
   private final ZfsIoctls ioctls;
   private final ManagedBy marker;
@@ -236,6 +243,28 @@ public final class Zfs implements AutoCloseable {
    * @throws ZfsException with EEXIST when the dataset exists, and other kernel errors
    */
   public void createZvol(ZvolSpec spec) {
+    create(spec, null);
+  }
+
+  /**
+   * As {@link #createZvol}, encrypted with ZFS native encryption as {@code zfs create -o
+   * encryption=aes-256-gcm -o keyformat=passphrase -o keylocation=prompt} makes it: the volume is
+   * its own encryption root, its wrapping key is derived from {@code passphrase} as OpenZFS's tools
+   * derive it (PBKDF2-HMAC-SHA1 over a random 64-bit {@code pbkdf2salt}, {@code pbkdf2iters}
+   * 350000), so {@code zfs load-key} with the same passphrase opens it, and no key file exists. The
+   * key is loaded when this returns; {@link #unloadKey} unloads it. The derived key is zeroed after
+   * the call; {@code passphrase} is the caller's to zero.
+   *
+   * @param passphrase 8 to 512 bytes
+   * @throws ZfsException as {@link #createZvol} does; ENOTSUP when the pool lacks the encryption
+   *     feature
+   */
+  public void createEncryptedZvol(ZvolSpec spec, byte[] passphrase) {
+    Objects.requireNonNull(passphrase, "passphrase");
+    create(spec, passphrase);
+  }
+
+  private void create(ZvolSpec spec, byte[] passphrase) {
     Objects.requireNonNull(spec, "spec");
     PoolConfig pool = requireUsablePool(spec.name());
     createParents(spec.name());
@@ -250,9 +279,128 @@ public final class Zfs implements AutoCloseable {
       }
       properties.add(marker.property(), marker.value());
       spec.userProperties().forEach(properties::add);
-      ZfsFailures.orThrow(
-          Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties), "create", spec.name());
+      byte[] wrappingKey = null;
+      try {
+        if (passphrase != null) {
+          long salt = newSalt();
+          wrappingKey = WrappingKeys.derive(passphrase, salt, WrappingKeys.DEFAULT_ITERATIONS);
+          properties.add("encryption", ENCRYPTION_AES_256_GCM);
+          properties.add("keyformat", KEYFORMAT_PASSPHRASE);
+          properties.add("keylocation", KEYLOCATION_PROMPT);
+          properties.add("pbkdf2salt", salt);
+          properties.add("pbkdf2iters", WrappingKeys.DEFAULT_ITERATIONS);
+        }
+        ZfsFailures.orThrow(
+            Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties, wrappingKey),
+            "create",
+            spec.name());
+      } finally {
+        if (wrappingKey != null) {
+          Arrays.fill(wrappingKey, (byte) 0);
+        }
+      }
     }
+  }
+
+  /** A random {@code pbkdf2salt}, never 0 (the value of "no salt"). */
+  private static long newSalt() {
+    long salt;
+    do {
+      salt = RANDOM.nextLong();
+    } while (salt == 0);
+    return salt;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Encryption keys
+
+  /** Whether the dataset's encryption key is loaded ({@code keystatus}). */
+  public KeyStatus keyStatus(String dataset) {
+    return properties(dataset).keyStatus();
+  }
+
+  /**
+   * Loads the key of a managed, passphrase-encrypted dataset's encryption root ({@code
+   * lzc_load_key}), as {@code zfs load-key} does with that passphrase; a volume's device appears
+   * once it is loaded. When the key is loaded already, the passphrase is still checked ({@code
+   * lzc_load_key} with {@code noop}), so a wrong one never passes. The derived key is zeroed after
+   * the call; {@code passphrase} is the caller's to zero.
+   *
+   * @return true when this call loaded the key, false when it was loaded already
+   * @throws WrongKeyException when the passphrase does not open it
+   * @throws ZfsRefusedException when the dataset is not managed, or not encrypted with a passphrase
+   */
+  public boolean loadKey(String dataset, byte[] passphrase) {
+    Objects.requireNonNull(passphrase, "passphrase");
+    DatasetProperties root = encryptionRoot(dataset, "load the key of");
+    long salt = root.get("pbkdf2salt").map(Property::asLong).orElse(0L);
+    long iterations = root.get("pbkdf2iters").map(Property::asLong).orElse(0L);
+    byte[] wrappingKey = WrappingKeys.derive(passphrase, salt, iterations);
+    try {
+      if (root.keyStatus() != KeyStatus.AVAILABLE) {
+        Lzc.Result loaded = LzcKeys.loadKey(root.name(), false, wrappingKey);
+        if (loaded.errno() == ZfsErrors.EACCES) {
+          throw new WrongKeyException(root.name());
+        }
+        if (loaded.errno() != ZfsErrors.EEXIST) { // EEXIST: another caller loaded it meanwhile
+          ZfsFailures.orThrow(loaded, "load key of", root.name());
+          return true;
+        }
+      }
+      Lzc.Result checked = LzcKeys.loadKey(root.name(), true, wrappingKey);
+      if (checked.errno() == ZfsErrors.EACCES) {
+        throw new WrongKeyException(root.name());
+      }
+      ZfsFailures.orThrow(checked, "check key of", root.name());
+      return false;
+    } finally {
+      Arrays.fill(wrappingKey, (byte) 0);
+    }
+  }
+
+  /**
+   * Unloads the key of a managed, encrypted dataset's encryption root ({@code lzc_unload_key}); a
+   * volume's device goes away with it.
+   *
+   * @return true when this call unloaded it, false when it was not loaded
+   * @throws ZfsException with EBUSY while the dataset is in use (a volume's device open or mounted)
+   */
+  public boolean unloadKey(String dataset) {
+    DatasetProperties root = encryptionRoot(dataset, "unload the key of");
+    if (root.keyStatus() != KeyStatus.AVAILABLE) {
+      return false;
+    }
+    Lzc.Result unloaded = LzcKeys.unloadKey(root.name());
+    if (unloaded.errno() == ZfsErrors.EACCES) {
+      return false; // another caller unloaded it meanwhile
+    }
+    ZfsFailures.orThrow(
+        unloaded,
+        "unload key of",
+        root.name(),
+        unloaded.errno() == ZfsErrors.EBUSY ? "is its device open or mounted?" : null);
+    return true;
+  }
+
+  /** The managed, passphrase-encrypted encryption root of {@code dataset}. */
+  private DatasetProperties encryptionRoot(String dataset, String operation) {
+    DatasetProperties properties = properties(dataset);
+    requireManaged(properties, operation);
+    if (!properties.isEncrypted()) {
+      throw new ZfsRefusedException(
+          Reason.NOT_ENCRYPTED, dataset, "cannot " + operation + " " + dataset + ": it is not encrypted");
+    }
+    String rootName = properties.encryptionRoot().orElse(dataset);
+    DatasetProperties root = rootName.equals(dataset) ? properties : properties(rootName);
+    if (root.get("keyformat").filter(Property::numeric).map(Property::asLong).orElse(0L)
+        != KEYFORMAT_PASSPHRASE) {
+      throw new ZfsRefusedException(
+          Reason.NOT_ENCRYPTED,
+          dataset,
+          "cannot " + operation + " " + dataset + ": its encryption root " + rootName
+              + " does not take a passphrase (keyformat)");
+    }
+    return root;
   }
 
   /**
@@ -537,7 +685,10 @@ public final class Zfs implements AutoCloseable {
     String received = target.name() + "@" + DatasetNames.shortSnapshotName(sourceSnapshot);
     Map<String, String> properties = new LinkedHashMap<>(target.userProperties());
     properties.put(marker.property(), marker.value());
-    IndependentCopy.Outcome copied = IndependentCopy.run(sourceSnapshot, received, properties);
+    // An encrypted source travels raw: its blocks stay encrypted, no key is needed, and the copy
+    // is its own encryption root opened by the source's passphrase.
+    IndependentCopy.Outcome copied =
+        IndependentCopy.run(sourceSnapshot, received, properties, source.isEncrypted());
     try {
       copied.orThrow(sourceSnapshot, received);
     } catch (RuntimeException e) {

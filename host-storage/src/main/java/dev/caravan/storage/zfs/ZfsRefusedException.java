@@ -29,6 +29,8 @@ public final class ZfsRefusedException extends StorageException {
     IN_USE,
     /** The pool is not imported, or its health does not allow new data (FAULTED, SUSPENDED...). */
     POOL_UNAVAILABLE,
+    /** A key operation asked for a dataset that is not encrypted with a passphrase. */
+    NOT_ENCRYPTED,
   }
 
   private final Reason reason;

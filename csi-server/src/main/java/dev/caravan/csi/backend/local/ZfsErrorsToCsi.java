@@ -21,7 +21,8 @@ final class ZfsErrorsToCsi {
       Kind kind = switch (e.reason()) {
         case SHRINK -> Kind.OUT_OF_RANGE;
         case POOL_UNAVAILABLE -> Kind.UNAVAILABLE;
-        case NOT_MANAGED, HAS_SNAPSHOTS, HAS_CHILDREN, HAS_CLONES, NOT_A_VOLUME, IN_USE -> Kind.FAILED_PRECONDITION;
+        case NOT_MANAGED, HAS_SNAPSHOTS, HAS_CHILDREN, HAS_CLONES, NOT_A_VOLUME, IN_USE, NOT_ENCRYPTED ->
+            Kind.FAILED_PRECONDITION;
       };
       throw new CsiException(kind, e.getMessage(), e);
     } catch (ZfsException e) {

@@ -68,6 +68,11 @@ public final class MeteredControllerBackend implements ControllerBackend {
   }
 
   @Override
+  public Optional<String> encryptionUnavailable() {
+    return delegate.encryptionUnavailable();
+  }
+
+  @Override
   public Set<String> knownSnapshotParameters() {
     return delegate.knownSnapshotParameters();
   }

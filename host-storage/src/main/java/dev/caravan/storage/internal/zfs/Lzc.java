@@ -5,6 +5,7 @@ import static dev.caravan.bindings.zfs.ZfsCore.C_POINTER;
 import dev.caravan.bindings.zfs.ZfsCore;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Collection;
 import java.util.Map;
 
@@ -23,6 +24,9 @@ public final class Lzc {
       ZfsCore.LZC_SEND_FLAG_LARGE_BLOCK()
           | ZfsCore.LZC_SEND_FLAG_EMBED_DATA()
           | ZfsCore.LZC_SEND_FLAG_COMPRESS();
+
+  /** {@code LZC_SEND_FLAG_RAW}: an encrypted dataset's blocks as stored, still encrypted. */
+  public static final int SEND_RAW = ZfsCore.LZC_SEND_FLAG_RAW();
 
   /**
    * An error number and, when the call returned an error list, its items (item to error name).
@@ -44,15 +48,34 @@ public final class Lzc {
 
   /** {@code lzc_create}: {@code type} is {@code LZC_DATSET_TYPE_ZFS} or {@code _ZVOL}. */
   public static Result create(String dataset, int type, NvList properties) {
+    return create(dataset, type, properties, null);
+  }
+
+  /**
+   * {@code lzc_create} of an encryption root: {@code wrappingKey} (32 bytes, or null for none) is
+   * copied into native memory for the call only, and that memory is zeroed before it is freed.
+   */
+  public static Result create(String dataset, int type, NvList properties, byte[] wrappingKey) {
     try (Arena arena = Arena.ofConfined()) {
-      int errno =
-          ZfsCore.lzc_create(
-              arena.allocateFrom(dataset),
-              type,
-              properties == null ? MemorySegment.NULL : properties.handle(),
-              MemorySegment.NULL,
-              0);
-      return new Result(errno, Map.of());
+      MemorySegment key = MemorySegment.NULL;
+      if (wrappingKey != null) {
+        key = arena.allocate(ValueLayout.JAVA_BYTE, wrappingKey.length);
+        MemorySegment.copy(wrappingKey, 0, key, ValueLayout.JAVA_BYTE, 0, wrappingKey.length);
+      }
+      try {
+        int errno =
+            ZfsCore.lzc_create(
+                arena.allocateFrom(dataset),
+                type,
+                properties == null ? MemorySegment.NULL : properties.handle(),
+                key,
+                wrappingKey == null ? 0 : wrappingKey.length);
+        return new Result(errno, Map.of());
+      } finally {
+        if (wrappingKey != null) {
+          key.fill((byte) 0);
+        }
+      }
     }
   }
 
@@ -100,6 +123,15 @@ public final class Lzc {
    * {@code snapshot} ({@code dataset@name}); {@code properties} are set as received properties.
    */
   public static Result receive(String snapshot, NvList properties, int fd) {
+    return receive(snapshot, properties, false, fd);
+  }
+
+  /**
+   * {@code lzc_receive}; {@code raw} for a raw stream ({@link ZfsCore#LZC_SEND_FLAG_RAW()}) of an
+   * encrypted dataset, which arrives still encrypted, its own encryption root with the source's
+   * wrapping key parameters and no key loaded.
+   */
+  public static Result receive(String snapshot, NvList properties, boolean raw, int fd) {
     try (Arena arena = Arena.ofConfined()) {
       int errno =
           ZfsCore.lzc_receive(
@@ -107,7 +139,7 @@ public final class Lzc {
               properties == null ? MemorySegment.NULL : properties.handle(),
               MemorySegment.NULL,
               0,
-              0,
+              raw ? 1 : 0,
               fd);
       return new Result(errno, Map.of());
     }

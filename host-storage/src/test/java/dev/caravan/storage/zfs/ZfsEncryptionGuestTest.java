@@ -1,0 +1,175 @@
+package dev.caravan.storage.zfs;
+
+import static dev.caravan.storage.zfs.GuestZfs.MIB;
+import static dev.caravan.storage.zfs.GuestZfs.cli;
+import static dev.caravan.storage.zfs.GuestZfs.freshWithDevice;
+import static dev.caravan.storage.zfs.GuestZfs.zfsGet;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.storage.testing.HostRequirements;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * ZFS native encryption through the facade against real OpenZFS, with the {@code zfs} command as
+ * the referee: what the facade makes, {@code zfs load-key} opens with the same passphrase, and what
+ * {@code zfs create -o encryption=on -o keyformat=passphrase} made, the facade opens. Runs in the
+ * guest only.
+ */
+class ZfsEncryptionGuestTest {
+  private static final long SIZE = 64 * MIB;
+  private static final Duration DEVICE_WAIT = Duration.ofSeconds(30);
+  private static final String PASSPHRASE = "Tr0ub4dor&3-guest";
+  private static final String WRONG = "not-the-passphrase";
+
+  private static Zfs zfs;
+
+  @BeforeAll
+  static void open() {
+    if (HostRequirements.hasZfs()) {
+      zfs = Zfs.open();
+    }
+  }
+
+  @BeforeEach
+  void requireRealZfs() {
+    HostRequirements.assumeZfs();
+  }
+
+  @AfterAll
+  static void close() {
+    if (zfs != null) {
+      zfs.close();
+    }
+  }
+
+  private static byte[] bytes(String passphrase) {
+    return passphrase.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void anEncryptedVolumeHasTheCliPropertiesAndItsKeyLoadsAndUnloads() throws IOException {
+    String name = freshWithDevice("enc");
+    zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE));
+    assertThat(zfsGet("encryption", name)).isEqualTo("aes-256-gcm");
+    assertThat(zfsGet("keyformat", name)).isEqualTo("passphrase");
+    assertThat(zfsGet("keylocation", name)).isEqualTo("prompt");
+    assertThat(zfsGet("encryptionroot", name)).isEqualTo(name);
+    assertThat(Long.parseLong(zfsGet("pbkdf2iters", name))).isGreaterThanOrEqualTo(350_000);
+    DatasetProperties p = zfs.properties(name);
+    assertThat(p.isEncrypted()).isTrue();
+    assertThat(p.encryptionRoot()).contains(name);
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.AVAILABLE);
+
+    Path device = zfs.zvolDevice(name, DEVICE_WAIT);
+    byte[] data = GuestZfs.pattern(7, 64 * 1024);
+    GuestZfs.write(device, MIB, data);
+
+    assertThat(zfs.unloadKey(name)).isTrue();
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.UNAVAILABLE);
+    assertThat(zfsGet("keystatus", name)).isEqualTo("unavailable");
+    assertThat(zfs.unloadKey(name)).as("a second unload finds nothing loaded").isFalse();
+
+    assertThatThrownBy(() -> zfs.loadKey(name, bytes(WRONG)))
+        .isInstanceOf(WrongKeyException.class)
+        .hasMessageContaining(name)
+        .hasMessageNotContaining(WRONG);
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.UNAVAILABLE);
+
+    assertThat(zfs.loadKey(name, bytes(PASSPHRASE))).isTrue();
+    assertThat(zfsGet("keystatus", name)).isEqualTo("available");
+    assertThat(zfs.loadKey(name, bytes(PASSPHRASE))).as("loaded already").isFalse();
+    assertThatThrownBy(() -> zfs.loadKey(name, bytes(WRONG)))
+        .as("a wrong passphrase is refused even while the key is loaded")
+        .isInstanceOf(WrongKeyException.class);
+    device = zfs.zvolDevice(name, DEVICE_WAIT);
+    assertThat(GuestZfs.read(device, MIB, data.length)).isEqualTo(data);
+  }
+
+  @Test
+  void theZfsCommandOpensWhatTheFacadeMadeWithTheSamePassphrase() {
+    String name = freshWithDevice("enc-cli");
+    zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE));
+    zfs.unloadKey(name);
+
+    assertThat(withInput(WRONG + "\n", "zfs", "load-key", name)).as("zfs load-key, wrong passphrase").isNotZero();
+    assertThat(zfsGet("keystatus", name)).isEqualTo("unavailable");
+    assertThat(withInput(PASSPHRASE + "\n", "zfs", "load-key", name)).as("zfs load-key").isZero();
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.AVAILABLE);
+    cli("zfs", "unload-key", name);
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.UNAVAILABLE);
+  }
+
+  @Test
+  void theFacadeOpensWhatTheZfsCommandMade() {
+    String name = freshWithDevice("enc-made-by-cli");
+    assertThat(withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", "64M", "-o", "encryption=on", "-o",
+        "keyformat=passphrase", "-o", "keylocation=prompt", "-o", "caravan:managed=true", name)).isZero();
+    cli("zfs", "unload-key", name);
+    assertThatThrownBy(() -> zfs.loadKey(name, bytes(WRONG))).isInstanceOf(WrongKeyException.class);
+    assertThat(zfs.loadKey(name, bytes(PASSPHRASE))).isTrue();
+    assertThat(zfsGet("keystatus", name)).isEqualTo("available");
+    assertThat(zfs.unloadKey(name)).isTrue();
+    assertThat(zfsGet("keystatus", name)).isEqualTo("unavailable");
+  }
+
+  @Test
+  void snapshotsAndIndependentCopiesStayEncryptedUnderTheSamePassphrase() throws IOException {
+    String name = freshWithDevice("enc-src");
+    zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE));
+    byte[] data = GuestZfs.pattern(11, 32 * 1024);
+    GuestZfs.write(zfs.zvolDevice(name, DEVICE_WAIT), 0, data);
+    String snapshot = zfs.snapshot(name, "s1");
+    assertThat(zfsGet("encryption", snapshot)).isEqualTo("aes-256-gcm");
+    zfs.unloadKey(name);
+
+    String copy = freshWithDevice("enc-copy");
+    zfs.cloneIndependent(snapshot, ZvolSpec.of(copy, SIZE).sparse(true));
+    DatasetProperties c = zfs.properties(copy);
+    assertThat(c.isEncrypted()).isTrue();
+    assertThat(c.encryptionRoot()).contains(copy);
+    assertThat(c.keyStatus()).as("a raw copy arrives with no key loaded").isEqualTo(KeyStatus.UNAVAILABLE);
+    assertThatThrownBy(() -> zfs.loadKey(copy, bytes(WRONG))).isInstanceOf(WrongKeyException.class);
+    assertThat(zfs.loadKey(copy, bytes(PASSPHRASE))).isTrue();
+    assertThat(GuestZfs.read(zfs.zvolDevice(copy, DEVICE_WAIT), 0, data.length)).isEqualTo(data);
+    assertThat(zfs.unloadKey(copy)).isTrue();
+    assertThat(zfs.keyStatus(name)).as("the source's key is its own").isEqualTo(KeyStatus.UNAVAILABLE);
+  }
+
+  @Test
+  void keyOperationsRefuseAnUnencryptedVolume() {
+    String name = freshWithDevice("plain");
+    zfs.createZvol(ZvolSpec.of(name, SIZE).sparse(true));
+    assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.NONE);
+    assertThat(zfs.properties(name).isEncrypted()).isFalse();
+    assertThatThrownBy(() -> zfs.loadKey(name, bytes(PASSPHRASE)))
+        .isInstanceOfSatisfying(ZfsRefusedException.class,
+            e -> assertThat(e.reason()).isEqualTo(ZfsRefusedException.Reason.NOT_ENCRYPTED));
+  }
+
+  /** Runs a CLI command with {@code input} on its standard input; its exit status. */
+  private static int withInput(String input, String... command) {
+    try {
+      Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+      try (var in = process.getOutputStream()) {
+        in.write(input.getBytes(StandardCharsets.UTF_8));
+      }
+      process.getInputStream().readAllBytes();
+      assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
+      return process.exitValue();
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+}
