@@ -86,7 +86,10 @@ final class KillScene {
 
   private void create(String name, Optional<VolumeContentSource> source) {
     CreateVolumeRequest.Builder req = CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(size));
+        .setCapacityRange(Caps.bytes(size)).putAllSecrets(secrets());
+    if (f.backend.encrypted()) {
+      req.putParameters("encryption", "on");
+    }
     source.ifPresent(req::setVolumeContentSource);
     Volume v = f.controller.createVolume(req.build()).getVolume();
     volumes.put(name, v);
@@ -145,8 +148,13 @@ final class KillScene {
     }
     f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
-        .setVolumeCapability(cap).build());
+        .setVolumeCapability(cap).putAllSecrets(secrets()).build());
     staged.put(name, staging(name));
+  }
+
+  /** The stage and create secrets: the passphrase of an encrypted backend's volumes, else none. */
+  private Map<String, String> secrets() {
+    return f.backend.encrypted() ? Map.of("encryptionPassphrase", TestBackend.ENCRYPTION_PASSPHRASE) : Map.of();
   }
 
   void publish(String name) throws IOException {

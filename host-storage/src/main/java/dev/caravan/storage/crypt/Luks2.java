@@ -207,7 +207,7 @@ public final class Luks2 {
     requireUsable();
     Cryptsetups.State state = Cryptsetups.state(name);
     if (state == Cryptsetups.State.INACTIVE || state == Cryptsetups.State.INVALID) {
-      return new Mapping(name, false, false, Optional.empty(), 0);
+      return new Mapping(name, false, false, Optional.empty(), 0, 0);
     }
     Optional<Cryptsetups.Active> active = Cryptsetups.active(name);
     return new Mapping(
@@ -215,7 +215,8 @@ public final class Luks2 {
         true,
         state == Cryptsetups.State.BUSY,
         active.map(a -> Path.of(a.device())),
-        active.map(a -> a.sectors() * 512).orElse(0L));
+        active.map(a -> a.sectors() * 512).orElse(0L),
+        active.map(a -> a.offsetSectors() * 512).orElse(0L));
   }
 
   private static boolean isLuks2(Path device, Signature found) {

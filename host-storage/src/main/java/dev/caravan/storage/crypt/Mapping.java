@@ -12,8 +12,10 @@ import java.util.Optional;
  * @param inUse whether it exists and is held open (mounted, or opened by a program)
  * @param device the block device its data lives on, when open
  * @param sizeBytes the mapping's size, 0 when not open
+ * @param offsetBytes where on the device its data starts (after the LUKS2 header), 0 when not open
  */
-public record Mapping(String name, boolean open, boolean inUse, Optional<Path> device, long sizeBytes) {
+public record Mapping(
+    String name, boolean open, boolean inUse, Optional<Path> device, long sizeBytes, long offsetBytes) {
   public Mapping {
     Objects.requireNonNull(name, "name");
     Objects.requireNonNull(device, "device");

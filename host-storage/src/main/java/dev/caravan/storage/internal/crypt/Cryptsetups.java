@@ -32,8 +32,11 @@ public final class Cryptsetups {
     BUSY
   }
 
-  /** An active mapping: the device its data lives on and its size in 512-byte sectors. */
-  public record Active(String device, long sectors, boolean keyInKeyring) {}
+  /**
+   * An active mapping: the device its data lives on, its size and where its data starts on the device
+   * (both in 512-byte sectors).
+   */
+  public record Active(String device, long sectors, long offsetSectors, boolean keyInKeyring) {}
 
   /** PBKDF cost of new key slots: argon2id, benchmarked to {@code timeMs} within the memory cap. */
   public record Pbkdf(int timeMs, int maxMemoryKb, int parallelThreads) {}
@@ -194,6 +197,7 @@ public final class Cryptsetups {
             new Active(
                 device.reinterpret(4096).getString(0),
                 crypt_active_device.size(info),
+                crypt_active_device.offset(info),
                 (flags & Cryptsetup.CRYPT_ACTIVATE_KEYRING_KEY()) != 0));
       } finally {
         Cryptsetup.crypt_free(cd);
