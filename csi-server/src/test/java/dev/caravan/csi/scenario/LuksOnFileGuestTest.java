@@ -14,7 +14,9 @@ import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.block.Probe;
 import dev.caravan.storage.block.Signature;
+import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.mount.MountTable;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
@@ -23,6 +25,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -76,15 +80,16 @@ class LuksOnFileGuestTest {
     Volume v = create("secret-vol");
     assertThat(v.getVolumeContextMap()).containsEntry("encryption", "on");
     Path image = f.work.resolve("data/volumes").resolve(v.getVolumeId() + ".img");
-    String mapping = Luks2.mappingName("caravan-file/" + v.getVolumeId());
     Path staging = f.dir("staging/secret-vol");
 
     stage(v, staging, PASSPHRASE);
+    String mapping = mappingOn(image).orElseThrow();
     assertThat(MountTable.read()).anySatisfy(m -> {
       assertThat(m.mountPoint()).isEqualTo(staging);
       assertThat(m.source()).isIn("/dev/mapper/" + mapping, "/dev/" + dmName(mapping));
     });
     assertThat(Luks2.status(mapping).open()).isTrue();
+    assertThat(Luks2.status(mapping).sizeBytes()).as("the mapping holds the whole capacity").isEqualTo(SIZE);
     Signature onLoop = Probe.probe(Luks2.status(mapping).device().orElseThrow());
     assertThat(onLoop.type()).contains("crypto_LUKS");
     String luksUuid = onLoop.uuid().orElseThrow();
@@ -100,7 +105,7 @@ class LuksOnFileGuestTest {
     assertThat(wrong.getStatus().getCode()).isEqualTo(Code.UNAUTHENTICATED);
     assertThat(wrong.getStatus().getDescription()).contains("secrets." + SECRET).doesNotContain("not-the-passphrase");
     assertThat(MountTable.isMountPoint(staging)).isFalse();
-    assertThat(Luks2.status(mapping).open()).isFalse();
+    assertThat(mappingOn(image)).isEmpty();
     assertThat(f.ourLoops()).isEmpty();
     // A missing one: the same code, naming the secret.
     StatusRuntimeException missing = error(() -> f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder()
@@ -120,9 +125,11 @@ class LuksOnFileGuestTest {
     StatusRuntimeException noKey = error(() -> f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder()
         .setVolumeId(v.getVolumeId()).setVolumePath(staging.toString()).build()));
     assertThat(noKey.getStatus().getCode()).isEqualTo(Code.UNAUTHENTICATED);
-    f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setVolumePath(staging.toString()).putSecrets(SECRET, PASSPHRASE).build());
-    assertThat(Luks2.status(mapping).sizeBytes()).isGreaterThan(SIZE);
+    long grown = f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setVolumePath(staging.toString()).setCapacityRange(Caps.bytes(2 * SIZE)).putSecrets(SECRET, PASSPHRASE)
+        .build()).getCapacityBytes();
+    assertThat(grown).isEqualTo(2 * SIZE);
+    assertThat(Luks2.status(mapping).sizeBytes()).isEqualTo(2 * SIZE);
     assertThat(Files.getFileStore(staging).getTotalSpace()).isGreaterThan(before + SIZE / 2);
     assertThat(Files.readAllBytes(staging.resolve("kept.txt"))).isEqualTo(plain);
 
@@ -143,7 +150,20 @@ class LuksOnFileGuestTest {
     assertThat(e.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
     assertThat(e.getStatus().getDescription()).contains("ext4 filesystem").doesNotContain(PASSPHRASE);
     assertThat(f.ourLoops()).isEmpty();
-    assertThat(Luks2.status(Luks2.mappingName("caravan-file/" + v.getVolumeId())).open()).isFalse();
+    assertThat(mappingOn(image)).isEmpty();
+  }
+
+  /** The open caravan mapping whose device is a loop device over {@code image}. */
+  private static Optional<String> mappingOn(Path image) throws IOException {
+    try (Stream<Path> names = Files.list(Path.of("/dev/mapper"))) {
+      for (Path p : names.filter(n -> n.getFileName().toString().startsWith("caravan-")).toList()) {
+        Mapping m = Luks2.status(p.getFileName().toString());
+        if (m.open() && m.device().filter(d -> LoopDevices.backs(d, image)).isPresent()) {
+          return Optional.of(m.name());
+        }
+      }
+    }
+    return Optional.empty();
   }
 
   /** The kernel's dm-N name of a mapping, as the mount table may show it. */

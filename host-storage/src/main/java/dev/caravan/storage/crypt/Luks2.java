@@ -31,6 +31,13 @@ import java.util.Optional;
  */
 public final class Luks2 {
   static final Path MAPPER_DIR = Path.of("/dev/mapper");
+
+  /**
+   * Where a mapping's data starts on a device {@link #formatIfEmpty} formatted: the LUKS2 header (two
+   * copies of the metadata and the key slots area) takes the first 16 MiB. A mapping is that much
+   * smaller than its device.
+   */
+  public static final long HEADER_BYTES = 16L << 20;
   private static final String PREFIX = "caravan-";
   private static final String LUKS_TYPE = "crypto_LUKS";
   // argon2id benchmarked to one second of this host's time, within 256 MiB: a node that stages

@@ -62,8 +62,9 @@ class Luks2GuestTest {
     assertThat(open.inUse()).isFalse();
     assertThat(BlockDevices.majorMinor(open.device().orElseThrow()))
         .isEqualTo(BlockDevices.majorMinor(loop.device()));
-    // The LUKS2 header (16 MiB by default) comes off the top.
-    assertThat(open.sizeBytes()).isPositive().isLessThan(64 * MIB);
+    // The LUKS2 header comes off the top.
+    assertThat(open.offsetBytes()).isEqualTo(Luks2.HEADER_BYTES);
+    assertThat(open.sizeBytes()).isEqualTo(64 * MIB - Luks2.HEADER_BYTES);
     assertThat(BlockDevices.size(mapped)).isEqualTo(open.sizeBytes());
 
     byte[] plain = "plaintext that must not reach the disk as is".getBytes(StandardCharsets.UTF_8);

@@ -289,12 +289,12 @@ final class FileController implements ControllerBackend {
         } else {
           SparseFiles.cloneFile(from, partial); // a snapshot image is never written to
         }
-        if (size(partial) < r.sizeBytes()) {
-          SparseFiles.grow(partial, r.sizeBytes());
+        if (size(partial) < r.imageBytes()) {
+          SparseFiles.grow(partial, r.imageBytes());
         }
         CrashPoints.reach("clone.after-partial");
       } else {
-        SparseFiles.create(partial, r.sizeBytes());
+        SparseFiles.create(partial, r.imageBytes());
         CrashPoints.reach("create.after-partial");
       }
       FileStore.publish(partial, image);
@@ -385,9 +385,9 @@ final class FileController implements ControllerBackend {
         health = VolumeHealth.abnormal("backing file " + image + " is missing");
       } else {
         long actual = size(image);
-        health = actual < r.sizeBytes()
+        health = actual < r.imageBytes()
             ? VolumeHealth.abnormal("backing file " + image + " is " + actual + " bytes, smaller than the volume ("
-                + r.sizeBytes() + ")")
+                + r.imageBytes() + ")")
             : VolumeHealth.OK;
       }
       if (usage.of(r.id()).isPresent() || (Files.exists(image) && LoopDevices.find(image).isPresent())) {
@@ -568,10 +568,11 @@ final class FileController implements ControllerBackend {
       return new ExpandResult(r.sizeBytes(), nodeExpansion);
     }
     requireSpace(target - r.sizeBytes());
-    if (size(image) < target) {
-      SparseFiles.grow(image, target);
+    VolumeRecord grown = r.withSize(target);
+    if (size(image) < grown.imageBytes()) {
+      SparseFiles.grow(image, grown.imageBytes());
     }
-    store.write(r.withSize(target));
+    store.write(grown);
     LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
     return new ExpandResult(target, nodeExpansion);
   }

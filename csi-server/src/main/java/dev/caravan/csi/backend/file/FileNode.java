@@ -22,7 +22,7 @@ import java.util.Optional;
 /**
  * Node half of the file backend: a volume's device is a loop device over its image file. An encrypted
  * volume's ({@code encryption=on}) device is the LUKS2 mapping opened on that loop device with the
- * passphrase of the stage (or expand) secrets, named from the volume id ({@link Luks2#mappingName}) so
+ * passphrase of the stage (or expand) secrets, named from the image's path ({@link Luks2#mappingName}) so
  * that a restarted plugin finds it.
  */
 final class FileNode implements NodeBackend {
@@ -75,15 +75,19 @@ final class FileNode implements NodeBackend {
     });
   }
 
-  private static String mappingName(VolumeRef volume) {
-    return Luks2.mappingName("caravan-file/" + volume.volumeId());
+  /**
+   * From the image's path: the same after a restart, and distinct for two plugins on one host whose
+   * data directories hold volumes of the same id.
+   */
+  private String mappingName(VolumeRef volume) {
+    return Luks2.mappingName("caravan-file:" + store.volumeImage(volume.volumeId()).toAbsolutePath());
   }
 
   /**
    * The volume's open LUKS2 mapping, when this host can have one and it is open; nothing is asked of
    * device-mapper where there is none.
    */
-  private static Optional<Mapping> openMapping(VolumeRef volume) {
+  private Optional<Mapping> openMapping(VolumeRef volume) {
     if (Luks2.unavailableReason().isPresent()) {
       return Optional.empty();
     }
@@ -96,7 +100,7 @@ final class FileNode implements NodeBackend {
   }
 
   /** Closes the volume's mapping, if open; then the loop device under it can go. */
-  private static void closeMapping(VolumeRef volume) {
+  private void closeMapping(VolumeRef volume) {
     if (openMapping(volume).isPresent()) {
       Luks2.close(mappingName(volume));
       CrashPoints.reach("unstage.after-luks-close");
@@ -175,7 +179,7 @@ final class FileNode implements NodeBackend {
    * Grows an open mapping to the end of its loop device, when the device grew past it: the passphrase
    * is needed again (the volume key lives in the kernel keyring only while a table is loaded).
    */
-  private static void growMapping(VolumeRef volume, String rpc) {
+  private void growMapping(VolumeRef volume, String rpc) {
     Optional<Mapping> open = openMapping(volume);
     if (open.isEmpty() || open.get().device().isEmpty()) {
       return;

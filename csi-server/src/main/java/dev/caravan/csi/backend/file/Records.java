@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.storage.crypt.Luks2;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
@@ -35,6 +36,14 @@ final class Records {
       String access, Instant createdAt, boolean encrypted) {
     VolumeRecord withState(State s) {
       return new VolumeRecord(id, name, s, sizeBytes, source, fsType, access, createdAt, encrypted);
+    }
+
+    /**
+     * The image file's size: the volume's, and for an encrypted volume the LUKS2 header before it, so
+     * that the mapping (what the filesystem lives on) is as large as the volume's capacity.
+     */
+    long imageBytes() {
+      return sizeBytes + (encrypted ? Luks2.HEADER_BYTES : 0);
     }
 
     VolumeRecord withSize(long size) {
