@@ -1,6 +1,7 @@
 /**
  * The FFM bindings host-storage calls: jextract output for libblkid, libzfs_core/libnvpair,
- * libopeniscsiusr and Linux UAPI constants, and {@link dev.caravan.bindings.NativeLibraries}.
+ * libopeniscsiusr, libcryptsetup and Linux UAPI constants, and {@link
+ * dev.caravan.bindings.NativeLibraries}.
  *
  * <p>Only {@code NativeLibraries} is API (which of the libraries can be opened here, and the Debian
  * package that ships a missing one). The generated packages mirror C headers and change whenever
@@ -14,6 +15,8 @@
 module dev.caravan.bindings {
   exports dev.caravan.bindings;
   exports dev.caravan.bindings.blkid to
+      dev.caravan.storage;
+  exports dev.caravan.bindings.crypt to
       dev.caravan.storage;
   exports dev.caravan.bindings.iscsi to
       dev.caravan.storage;

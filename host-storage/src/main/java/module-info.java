@@ -1,11 +1,11 @@
 /**
- * Caravan host-storage: the host's block devices, filesystems, mounts, ZFS and iSCSI through system
- * calls and C libraries; see the {@code dev.caravan.storage} package for where to start.
+ * Caravan host-storage: the host's block devices, filesystems, mounts, ZFS, iSCSI and LUKS2 through
+ * system calls and C libraries; see the {@code dev.caravan.storage} package for where to start.
  *
  * <p>The exported packages are the API. The {@code dev.caravan.storage.internal} packages (the
- * libc, libblkid, libzfs_core and libopeniscsiusr wrappers the API is built on) are not exported:
- * an agent that puts this module on its module path cannot reach them. On the class path nothing
- * enforces that; they are still not API.
+ * libc, libblkid, libzfs_core, libopeniscsiusr and libcryptsetup wrappers the API is built on) are
+ * not exported: an agent that puts this module on its module path cannot reach them. On the class
+ * path nothing enforces that; they are still not API.
  *
  * <p>On the module path the JVM needs {@code
  * --enable-native-access=dev.caravan.bindings,dev.caravan.storage} (both modules call restricted
@@ -20,6 +20,7 @@ module dev.caravan.storage {
 
   exports dev.caravan.storage;
   exports dev.caravan.storage.block;
+  exports dev.caravan.storage.crypt;
   exports dev.caravan.storage.exec;
   exports dev.caravan.storage.file;
   exports dev.caravan.storage.fs;

@@ -34,7 +34,10 @@ public final class NativeLibraries {
     OPEN_ISCSI_USR(
         "dev.caravan.bindings.iscsi.OpenIscsiUsr",
         List.of("libopeniscsiusr.so.0"),
-        "libopeniscsiusr");
+        "libopeniscsiusr"),
+    /** libcryptsetup: LUKS2 headers and dm-crypt mappings. */
+    CRYPTSETUP(
+        "dev.caravan.bindings.crypt.Cryptsetup", List.of("libcryptsetup.so.12"), "libcryptsetup12");
 
     private final String bindingClass;
 

@@ -21,6 +21,8 @@ public final class HostCapabilities {
   private static final int CAP_SYS_RESOURCE = 24;
   private static final Path LOOP_CONTROL = Path.of("/dev/loop-control");
   private static final Path ZFS_CONTROL = Path.of("/dev/zfs");
+  private static final Path PROC_MISC = Path.of("/proc/misc");
+  private static final Path DM_CRYPT_MODULE = Path.of("/sys/module/dm_crypt");
 
   private final long effectiveUid;
   private final long effectiveCapabilities;
@@ -84,6 +86,56 @@ public final class HostCapabilities {
   /** The ZFS kernel module's control device ({@code /dev/zfs}): OpenZFS is loaded in this kernel. */
   public boolean hasZfsModule() {
     return Files.exists(ZFS_CONTROL);
+  }
+
+  /** Device-mapper with its crypt target: LUKS2 mappings can be opened. */
+  public boolean hasDmCrypt() {
+    return dmCryptProblem().isEmpty();
+  }
+
+  /**
+   * Why device-mapper's crypt target cannot be used here, or empty when it can. Device-mapper
+   * ({@code dm_mod}) must be registered ({@code device-mapper} in {@code /proc/misc}) or loadable,
+   * and the crypt target ({@code dm_crypt}) loaded ({@code /sys/module/dm_crypt}) or loadable; a
+   * module is loadable when the running kernel's {@code modules.dep} or {@code modules.builtin}
+   * lists it (the kernel loads both on first use). The process must be root.
+   */
+  public Optional<String> dmCryptProblem() {
+    if (!isRoot()) {
+      return Optional.of("device-mapper needs root (effective uid 0)");
+    }
+    boolean registered = readOrEmpty(PROC_MISC).lines().anyMatch(line -> line.endsWith(" device-mapper"));
+    if (!registered && !moduleAvailable("dm-mod")) {
+      return Optional.of(
+          "this kernel has no device-mapper: /proc/misc lists no device-mapper and dm_mod is"
+              + " neither built in nor installed for it");
+    }
+    if (!Files.isDirectory(DM_CRYPT_MODULE) && !moduleAvailable("dm-crypt")) {
+      return Optional.of(
+          "this kernel has no dm-crypt: the dm_crypt module is neither loaded, built in nor"
+              + " installed for it");
+    }
+    return Optional.empty();
+  }
+
+  private static boolean moduleAvailable(String module) {
+    String release = readOrEmpty(Path.of("/proc/sys/kernel/osrelease")).strip();
+    if (release.isEmpty()) {
+      return false;
+    }
+    String file = "/" + module + ".ko";
+    Path dir = Path.of("/lib/modules", release);
+    return Stream.of("modules.builtin", "modules.dep")
+        .map(name -> readOrEmpty(dir.resolve(name)))
+        .anyMatch(text -> text.lines().anyMatch(line -> line.split(":", 2)[0].contains(file)));
+  }
+
+  private static String readOrEmpty(Path file) {
+    try {
+      return Files.readString(file);
+    } catch (IOException | RuntimeException e) {
+      return "";
+    }
   }
 
   /**

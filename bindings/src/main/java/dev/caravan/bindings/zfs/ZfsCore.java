@@ -2916,6 +2916,42 @@ public class ZfsCore extends ZfsCore$shared {
     public static int DMU_OST_ANY() {
         return DMU_OST_ANY;
     }
+    private static final int ZFS_KEYFORMAT_NONE = (int)0L;
+    /**
+     * {@snippet lang=c :
+     * enum zfs_keyformat.ZFS_KEYFORMAT_NONE = 0
+     * }
+     */
+    public static int ZFS_KEYFORMAT_NONE() {
+        return ZFS_KEYFORMAT_NONE;
+    }
+    private static final int ZFS_KEYFORMAT_RAW = (int)1L;
+    /**
+     * {@snippet lang=c :
+     * enum zfs_keyformat.ZFS_KEYFORMAT_RAW = 1
+     * }
+     */
+    public static int ZFS_KEYFORMAT_RAW() {
+        return ZFS_KEYFORMAT_RAW;
+    }
+    private static final int ZFS_KEYFORMAT_HEX = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum zfs_keyformat.ZFS_KEYFORMAT_HEX = 2
+     * }
+     */
+    public static int ZFS_KEYFORMAT_HEX() {
+        return ZFS_KEYFORMAT_HEX;
+    }
+    private static final int ZFS_KEYFORMAT_PASSPHRASE = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum zfs_keyformat.ZFS_KEYFORMAT_PASSPHRASE = 3
+     * }
+     */
+    public static int ZFS_KEYFORMAT_PASSPHRASE() {
+        return ZFS_KEYFORMAT_PASSPHRASE;
+    }
     private static final int ZFS_IOC_FIRST = (int)23040L;
     /**
      * {@snippet lang=c :
@@ -2978,6 +3014,24 @@ public class ZfsCore extends ZfsCore$shared {
      */
     public static int ZFS_IOC_SET_PROP() {
         return ZFS_IOC_SET_PROP;
+    }
+    private static final int ZIO_CRYPT_OFF = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum zio_encrypt.ZIO_CRYPT_OFF = 2
+     * }
+     */
+    public static int ZIO_CRYPT_OFF() {
+        return ZIO_CRYPT_OFF;
+    }
+    private static final int ZIO_CRYPT_AES_256_GCM = (int)8L;
+    /**
+     * {@snippet lang=c :
+     * enum zio_encrypt.ZIO_CRYPT_AES_256_GCM = 8
+     * }
+     */
+    public static int ZIO_CRYPT_AES_256_GCM() {
+        return ZIO_CRYPT_AES_256_GCM;
     }
 
     private static class libzfs_core_init {
@@ -3418,6 +3472,193 @@ public class ZfsCore extends ZfsCore$shared {
                 traceDowncall("lzc_destroy_snaps", x0, x1, x2);
             }
             return (int)mh$.invokeExact(x0, x1, x2);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class lzc_load_key {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("lzc_load_key");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int lzc_load_key(const char *, boolean_t, uint8_t *, uint_t)
+     * }
+     */
+    public static FunctionDescriptor lzc_load_key$descriptor() {
+        return lzc_load_key.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int lzc_load_key(const char *, boolean_t, uint8_t *, uint_t)
+     * }
+     */
+    public static MethodHandle lzc_load_key$handle() {
+        return lzc_load_key.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int lzc_load_key(const char *, boolean_t, uint8_t *, uint_t)
+     * }
+     */
+    public static MemorySegment lzc_load_key$address() {
+        return lzc_load_key.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int lzc_load_key(const char *, boolean_t, uint8_t *, uint_t)
+     * }
+     */
+    public static int lzc_load_key(MemorySegment x0, int x1, MemorySegment x2, int x3) {
+        var mh$ = lzc_load_key.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("lzc_load_key", x0, x1, x2, x3);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2, x3);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class lzc_unload_key {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("lzc_unload_key");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int lzc_unload_key(const char *)
+     * }
+     */
+    public static FunctionDescriptor lzc_unload_key$descriptor() {
+        return lzc_unload_key.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int lzc_unload_key(const char *)
+     * }
+     */
+    public static MethodHandle lzc_unload_key$handle() {
+        return lzc_unload_key.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int lzc_unload_key(const char *)
+     * }
+     */
+    public static MemorySegment lzc_unload_key$address() {
+        return lzc_unload_key.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int lzc_unload_key(const char *)
+     * }
+     */
+    public static int lzc_unload_key(MemorySegment x0) {
+        var mh$ = lzc_unload_key.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("lzc_unload_key", x0);
+            }
+            return (int)mh$.invokeExact(x0);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class lzc_change_key {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_LONG,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("lzc_change_key");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int lzc_change_key(const char *, uint64_t, nvlist_t *, uint8_t *, uint_t)
+     * }
+     */
+    public static FunctionDescriptor lzc_change_key$descriptor() {
+        return lzc_change_key.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int lzc_change_key(const char *, uint64_t, nvlist_t *, uint8_t *, uint_t)
+     * }
+     */
+    public static MethodHandle lzc_change_key$handle() {
+        return lzc_change_key.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int lzc_change_key(const char *, uint64_t, nvlist_t *, uint8_t *, uint_t)
+     * }
+     */
+    public static MemorySegment lzc_change_key$address() {
+        return lzc_change_key.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int lzc_change_key(const char *, uint64_t, nvlist_t *, uint8_t *, uint_t)
+     * }
+     */
+    public static int lzc_change_key(MemorySegment x0, long x1, MemorySegment x2, MemorySegment x3, int x4) {
+        var mh$ = lzc_change_key.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("lzc_change_key", x0, x1, x2, x3, x4);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2, x3, x4);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -6,6 +6,7 @@ import dev.caravan.csi.node.JournalPlace;
 import dev.caravan.csi.peer.PeerCredentialChecks;
 import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
@@ -57,7 +58,10 @@ final class Preflight {
       p.tool(tool, tool.contains("xfs") ? "xfsprogs" : "e2fsprogs", tool.contains("xfs") ? Status.WARN : Status.FAIL);
     }
     switch (driver) {
-      case "file" -> p.loop();
+      case "file" -> {
+        p.loop();
+        p.luks2();
+      }
       case "local" -> {
         p.zfs();
         p.library(Library.ZFS_CORE);
@@ -71,6 +75,7 @@ final class Preflight {
         p.daemon("iscsid", ISCSID_SOCKET, "apt install open-iscsi && systemctl enable --now iscsid");
         p.daemon("multipathd", MULTIPATHD_SOCKET, "apt install multipath-tools && systemctl enable --now multipathd");
         p.initiatorName();
+        p.luks2();
       }
       default -> throw new IllegalArgumentException("unknown driver '" + driver + "'");
     }
@@ -202,6 +207,15 @@ final class Preflight {
     } catch (RuntimeException e) {
       add(Status.FAIL, "pools", "cannot read pool state: " + e.getMessage(), "check /dev/zfs and the ZFS module");
     }
+  }
+
+  /** LUKS2 (encryption=on on file and qnap volumes): a warning, since plain volumes need none of it. */
+  private void luks2() {
+    Optional<String> why = Luks2.unavailableReason();
+    add(why.isEmpty() ? Status.OK : Status.WARN, "LUKS2 (encryption=on)",
+        why.map(w -> "not usable: " + w + "; encryption=on volumes are refused")
+            .orElse("usable: libcryptsetup.so.12 and dm-crypt"),
+        "apt install libcryptsetup12; modprobe dm_crypt (a kernel with device-mapper's crypt target)");
   }
 
   private void module(String name, String what, String fix) {

@@ -34,6 +34,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -636,6 +637,15 @@ public final class NodeEngine {
    * does not support).
    */
   public long expand(String volumeId, Path volumePath, Optional<AccessType> accessType, Optional<String> fsType) {
+    return expand(volumeId, volumePath, accessType, fsType, Map.of());
+  }
+
+  /**
+   * As {@link #expand(String, Path, Optional, Optional)}, with the request's {@code secrets}: a backend
+   * whose device needs a key to grow (an encrypted volume's mapping) finds it there.
+   */
+  public long expand(String volumeId, Path volumePath, Optional<AccessType> accessType, Optional<String> fsType,
+      Map<String, String> secrets) {
     StagedVolume c = known(volumeId, volumePath, "volume_path");
     if (accessType.filter(t -> t != c.accessType()).isPresent()
         || (c.accessType() == AccessType.MOUNT && fsType.filter(f -> !f.equals(c.fsType())).isPresent())) {
@@ -644,7 +654,7 @@ public final class NodeEngine {
               + " but volume " + volumeId + " is staged for " + describe(c.accessType(), c.fsType()));
     }
     try {
-      backend.refresh(c.ref());
+      backend.refresh(new VolumeRef(c.volumeId(), c.ref().context(), secrets));
       if (c.accessType() == AccessType.MOUNT) {
         List<MountEntry> table = MountTable.read();
         Path mounted = !mountsAt(table, volumePath).isEmpty()

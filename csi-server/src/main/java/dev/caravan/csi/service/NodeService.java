@@ -259,7 +259,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
       try (VolumeLocks.Held held = locks.acquire(Ids.existingVolume(ids, "volume_id", id))) {
         requireOnThisNode(id);
         long size = engine.expand(id, path("volume_path", req.getVolumePath()), cap.map(Capability::accessType),
-            cap.flatMap(Capability::fsType));
+            cap.flatMap(Capability::fsType), req.getSecretsMap());
         if (req.hasCapacityRange() && req.getCapacityRange().getRequiredBytes() > size) {
           throw CsiException.outOfRange(
               "the device of volume " + id + " is " + size + " bytes, below capacity_range.required_bytes "

@@ -67,6 +67,13 @@ class DoctorCommandTest {
     assertThat(file.line("Nomad mount root")).contains("not created yet");
     assertThat(file.line("library libblkid.so.1")).startsWith("OK").containsPattern("loaded /\\S+/libblkid\\.so\\.1");
     assertThat(file.out()).doesNotContain("ZFS").doesNotContain("iscsid");
+    java.util.Optional<String> noLuks = dev.caravan.storage.HostCapabilities.current().dmCryptProblem();
+    if (noLuks.isPresent()) {
+      assertThat(file.line("LUKS2 (encryption=on)")).startsWith("WARN").contains("not usable: " + noLuks.get());
+      assertThat(file.fix("LUKS2 (encryption=on)")).contains("modprobe dm_crypt");
+    } else {
+      assertThat(file.line("LUKS2 (encryption=on)")).startsWith("OK").contains("usable");
+    }
     boolean fileFailed = file.out().lines().anyMatch(l -> l.startsWith("FAIL"));
     assertThat(file.exit()).as(file.out()).isEqualTo(fileFailed ? 1 : 0);
 

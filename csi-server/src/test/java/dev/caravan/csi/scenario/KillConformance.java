@@ -43,10 +43,15 @@ public abstract class KillConformance {
     /** Code every backend runs (the node engine, the services). */
     EVERY,
     FILE,
+    /** The file backend's encrypted volumes (LUKS2 on the loop device): {@link TestBackend#fileEncrypted()}. */
+    FILE_LUKS,
     LOCAL,
     QNAP;
 
     public boolean reachedBy(TestBackend backend) {
+      if (this == FILE_LUKS) {
+        return backend.driver().equals("file") && backend.encrypted();
+      }
       return this == EVERY || name().equalsIgnoreCase(backend.driver());
     }
   }
@@ -356,6 +361,10 @@ public abstract class KillConformance {
       killEncrypted("local.unstage.before-unload-key", Where.LOCAL, Operation.UNSTAGE),
       // qnap: sessions logged in on every portal before the multipath map is awaited; the map flushed before logout
       kill("qnap.attach.after-login", Where.QNAP, Operation.STAGE),
+      // file, encrypted: LUKS2 written on the empty loop device before the mapping opens; the mapping
+      // closed before the loop device is detached
+      kill("stage.after-luks-format", Where.FILE_LUKS, Operation.STAGE),
+      kill("unstage.after-luks-close", Where.FILE_LUKS, Operation.UNSTAGE),
       kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
@@ -451,7 +460,7 @@ public abstract class KillConformance {
   void theMatrixCoversEveryCrashPointInTheSources() throws IOException {
     Map<String, Set<Where>> inSources = new TreeMap<>();
     CrashPointSources.scan().forEach((step, files) ->
-        inSources.put(step, files.stream().map(KillConformance::where).collect(Collectors.toCollection(TreeSet::new))));
+        inSources.put(step, files.stream().map(file -> where(step, file)).collect(Collectors.toCollection(TreeSet::new))));
     Map<String, Set<Where>> inMatrix = MATRIX.stream().collect(Collectors.groupingBy(
         Case::step, TreeMap::new, Collectors.mapping(Case::where, Collectors.toCollection(TreeSet::new))));
     // qnap's controller steps die on one controller instance and are retried on another, on the host.
@@ -459,8 +468,11 @@ public abstract class KillConformance {
     assertThat(inMatrix).as("crash points in MATRIX (left) and in the main sources (right)").isEqualTo(inSources);
   }
 
-  /** Which backends reach a crash point in {@code file} (a path below the source root). */
-  private static Where where(String file) {
+  /** Which backends reach crash point {@code step} in {@code file} (a path below the source root). */
+  private static Where where(String step, String file) {
+    if (file.startsWith("dev/caravan/csi/backend/file/") && step.contains(".after-luks-")) {
+      return Where.FILE_LUKS;
+    }
     if (file.startsWith("dev/caravan/csi/backend/file/")) {
       return Where.FILE;
     }

@@ -96,11 +96,11 @@ final class KillScene {
 
   private void create(String name, Optional<VolumeContentSource> source) {
     CreateVolumeRequest.Builder req = CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
-        .setCapacityRange(Caps.bytes(size));
-    source.ifPresent(req::setVolumeContentSource);
-    if (encrypted) {
-      req.putParameters("encryption", "on").putSecrets("encryptionPassphrase", PASSPHRASE);
+        .setCapacityRange(Caps.bytes(size)).putAllSecrets(secrets());
+    if (encrypted()) {
+      req.putParameters("encryption", "on");
     }
+    source.ifPresent(req::setVolumeContentSource);
     Volume v = f.controller.createVolume(req.build()).getVolume();
     volumes.put(name, v);
     contexts.add(v.getVolumeContextMap());
@@ -158,12 +158,20 @@ final class KillScene {
     }
     NodeStageVolumeRequest.Builder req = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
-        .setVolumeCapability(cap);
-    if (encrypted) {
-      req.putSecrets("encryptionPassphrase", PASSPHRASE);
-    }
+        .setVolumeCapability(cap).putAllSecrets(secrets());
     f.node.nodeStageVolume(req.build());
     staged.put(name, staging(name));
+  }
+
+  /** Whether this case's volumes are encrypted: an encrypted case, or a backend that encrypts every volume. */
+  private boolean encrypted() {
+    return encrypted || f.backend.encrypted();
+  }
+
+  /** The stage and create secrets: the passphrase of an encrypted volume, else none. */
+  private Map<String, String> secrets() {
+    return !encrypted() ? Map.of()
+        : Map.of("encryptionPassphrase", encrypted ? PASSPHRASE : TestBackend.ENCRYPTION_PASSPHRASE);
   }
 
   void publish(String name) throws IOException {

@@ -244,6 +244,27 @@ public final class PluginFixture implements AutoCloseable {
     return LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(data)).toList();
   }
 
+  /** Closes the LUKS2 mappings on this fixture's loop devices (encrypted file volumes), naming each. */
+  private List<String> closeOurMappings() throws IOException {
+    Path mapper = Path.of("/dev/mapper");
+    if (!dev.caravan.storage.HostCapabilities.current().hasDmCrypt() || !Files.isDirectory(mapper)) {
+      return List.of();
+    }
+    List<String> closed = new ArrayList<>();
+    List<Path> loops = ourLoops().stream().map(LoopDevice::device).toList();
+    try (Stream<Path> names = Files.list(mapper)) {
+      for (Path p : names.filter(n -> n.getFileName().toString().startsWith("caravan-")).toList()) {
+        String name = p.getFileName().toString();
+        var m = dev.caravan.storage.crypt.Luks2.status(name);
+        if (m.open() && m.device().filter(loops::contains).isPresent()) {
+          closed.add("LUKS2 mapping " + name + " on " + m.device().get());
+          dev.caravan.storage.crypt.Luks2.close(name);
+        }
+      }
+    }
+    return closed;
+  }
+
   @Override
   public void close() throws IOException {
     stopPlugin();
@@ -256,6 +277,7 @@ public final class PluginFixture implements AutoCloseable {
         }
       }
       if (Files.exists(Path.of("/dev/loop-control"))) {
+        leaks.addAll(closeOurMappings());
         for (LoopDevice l : ourLoops()) {
           leaks.add("loop device " + l.device() + " -> " + l.backingFile());
           LoopDevices.detach(l);

@@ -32,6 +32,22 @@ public abstract class TestBackend {
     return new FileTestBackend();
   }
 
+  /**
+   * The file backend with {@code encryption=on}: every volume a scene makes is LUKS2 on its loop device,
+   * under {@link #ENCRYPTION_PASSPHRASE}. Needs dm-crypt (the guest).
+   */
+  public static TestBackend fileEncrypted() {
+    return new FileTestBackend(true);
+  }
+
+  /** The passphrase of the encrypted test backends' volumes. */
+  public static final String ENCRYPTION_PASSPHRASE = "kill-matrix-passphrase-Zq9";
+
+  /** Whether volumes are made with {@code encryption=on} and staged with the passphrase. */
+  public boolean encrypted() {
+    return false;
+  }
+
   public static TestBackend local() {
     return new LocalTestBackend(LocalTestBackend.POOL);
   }
@@ -172,14 +188,31 @@ public abstract class TestBackend {
 
   /** Sparse image files under the data directory, attached through loop devices. */
   static final class FileTestBackend extends TestBackend {
+    private final boolean encrypted;
+
+    FileTestBackend() {
+      this(false);
+    }
+
+    FileTestBackend(boolean encrypted) {
+      this.encrypted = encrypted;
+    }
+
     @Override
     public String driver() {
       return "file";
     }
 
     @Override
+    public boolean encrypted() {
+      return encrypted;
+    }
+
+    @Override
     public Optional<String> missing() {
-      return HostRequirements.whyNoLoopAndExt4();
+      return encrypted
+          ? HostRequirements.whyNoLoopAndExt4().or(HostRequirements::whyNoDmCrypt)
+          : HostRequirements.whyNoLoopAndExt4();
     }
 
     @Override

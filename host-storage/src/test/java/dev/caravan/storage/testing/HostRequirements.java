@@ -160,6 +160,30 @@ public final class HostRequirements {
         : Optional.of("needs device-mapper (" + control + "): the guest of " + GUEST_SUITE + " has it")));
   }
 
+  /**
+   * Device-mapper's crypt target, as {@link HostCapabilities#dmCryptProblem()} sees it, with loop
+   * devices to put LUKS2 on. In the guest, dm_mod and dm_crypt are loaded first (a failing modprobe
+   * fails the test there); elsewhere nothing is loaded.
+   */
+  public static Optional<String> whyNoDmCrypt() {
+    if (isGuest() && rootWithLoopDevices()) {
+      GuestIscsi.run(List.of("modprobe", "-a", "dm_mod", "dm_crypt"));
+    }
+    return whyNoLoopDevices().or(() -> HostCapabilities.current().dmCryptProblem()
+        .map(why -> "needs dm-crypt (" + why + "): the guest of " + GUEST_SUITE + " has it"));
+  }
+
+  public static void assumeDmCrypt() {
+    assume(whyNoDmCrypt());
+  }
+
+  /** The opposite, for the tests of the refusal: a kernel without dm-crypt. */
+  public static void assumeNoDmCrypt() {
+    assume(HostCapabilities.current().hasDmCrypt()
+        ? Optional.of("checks the refusal without dm-crypt, and this kernel has it")
+        : Optional.empty());
+  }
+
   // ---- ZFS ---------------------------------------------------------------------------------------
 
   /**

@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.CapacityReport;
 import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
@@ -22,6 +23,7 @@ import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.DeviceUse;
+import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -70,7 +72,7 @@ final class FileController implements ControllerBackend {
   static final long MIN_EXT4 = 16 * MIB;
   static final long MIN_XFS = 300 * MIB;
   static final String PARAM_FS_TYPE = "fsType";
-  static final Set<String> PARAMETERS = Set.of(PARAM_FS_TYPE);
+  static final Set<String> PARAMETERS = Set.of(PARAM_FS_TYPE, Encryption.PARAMETER);
   static final String CONTEXT_FS_TYPE = "fsType";
   static final String CONTEXT_NODE = "node";
 
@@ -101,6 +103,12 @@ final class FileController implements ControllerBackend {
   @Override
   public Set<String> knownParameters() {
     return PARAMETERS;
+  }
+
+  /** LUKS2 on the loop device, opened at stage: needs libcryptsetup and the kernel's dm-crypt. */
+  @Override
+  public Optional<String> encryptionUnavailable() {
+    return Luks2.unavailableReason().map(why -> "the file backend encrypts with LUKS2 (dm-crypt), and " + why);
   }
 
   @Override
@@ -145,7 +153,7 @@ final class FileController implements ControllerBackend {
     VolumeRecord r =
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
             AccessType.contextValue(req.accessTypes()),
-            Instant.now().truncatedTo(ChronoUnit.MILLIS));
+            Instant.now().truncatedTo(ChronoUnit.MILLIS), req.encrypted());
     store.write(r);
     CrashPoints.reach("create.after-record");
     return new Provisioned(finishCreate(r), true);
@@ -191,6 +199,11 @@ final class FileController implements ControllerBackend {
       throw CsiException.alreadyExists(
           "name '" + req.name() + "' already exists as volume " + r.id() + ", for fs type " + r.fsType()
               + ", not " + fsType);
+    }
+    if (r.encrypted() != req.encrypted()) {
+      throw CsiException.alreadyExists(
+          "name '" + req.name() + "' already exists as volume " + r.id() + " with parameters.encryption="
+              + (r.encrypted() ? "on" : "off") + ", not " + (req.encrypted() ? "on" : "off"));
     }
     Set<AccessType> recorded = info(r).accessTypes();
     if (!recorded.containsAll(req.accessTypes())) {
@@ -276,12 +289,12 @@ final class FileController implements ControllerBackend {
         } else {
           SparseFiles.cloneFile(from, partial); // a snapshot image is never written to
         }
-        if (size(partial) < r.sizeBytes()) {
-          SparseFiles.grow(partial, r.sizeBytes());
+        if (size(partial) < r.imageBytes()) {
+          SparseFiles.grow(partial, r.imageBytes());
         }
         CrashPoints.reach("clone.after-partial");
       } else {
-        SparseFiles.create(partial, r.sizeBytes());
+        SparseFiles.create(partial, r.imageBytes());
         CrashPoints.reach("create.after-partial");
       }
       FileStore.publish(partial, image);
@@ -372,9 +385,9 @@ final class FileController implements ControllerBackend {
         health = VolumeHealth.abnormal("backing file " + image + " is missing");
       } else {
         long actual = size(image);
-        health = actual < r.sizeBytes()
+        health = actual < r.imageBytes()
             ? VolumeHealth.abnormal("backing file " + image + " is " + actual + " bytes, smaller than the volume ("
-                + r.sizeBytes() + ")")
+                + r.imageBytes() + ")")
             : VolumeHealth.OK;
       }
       if (usage.of(r.id()).isPresent() || (Files.exists(image) && LoopDevices.find(image).isPresent())) {
@@ -555,10 +568,11 @@ final class FileController implements ControllerBackend {
       return new ExpandResult(r.sizeBytes(), nodeExpansion);
     }
     requireSpace(target - r.sizeBytes());
-    if (size(image) < target) {
-      SparseFiles.grow(image, target);
+    VolumeRecord grown = r.withSize(target);
+    if (size(image) < grown.imageBytes()) {
+      SparseFiles.grow(image, grown.imageBytes());
     }
-    store.write(r.withSize(target));
+    store.write(grown);
     LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
     return new ExpandResult(target, nodeExpansion);
   }
@@ -591,6 +605,9 @@ final class FileController implements ControllerBackend {
     Map<String, String> context = new TreeMap<>(Map.of(CONTEXT_FS_TYPE, r.fsType(), CONTEXT_NODE, nodeId));
     if (!r.access().isEmpty()) {
       context.put(AccessType.CONTEXT_KEY, r.access());
+    }
+    if (r.encrypted()) {
+      context.put(Encryption.PARAMETER, Encryption.Mode.ON.value());
     }
     return context;
   }

@@ -1,16 +1,30 @@
 package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.file.Records.State;
+import dev.caravan.csi.support.CrashPoints;
+import dev.caravan.storage.DataPresentException;
+import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.crypt.CryptUnavailableException;
+import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
+import dev.caravan.storage.crypt.WrongPassphraseException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
 
-/** Node half of the file backend: a volume's device is a loop device over its image file. */
+/**
+ * Node half of the file backend: a volume's device is a loop device over its image file. An encrypted
+ * volume's ({@code encryption=on}) device is the LUKS2 mapping opened on that loop device with the
+ * passphrase of the stage (or expand) secrets, named from the image's path ({@link Luks2#mappingName}) so
+ * that a restarted plugin finds it.
+ */
 final class FileNode implements NodeBackend {
   private final FileStore store;
 
@@ -26,17 +40,91 @@ final class FileNode implements NodeBackend {
       throw CsiException.notFound(
           "volume_id " + volume.volumeId() + " does not exist on this node (no backing file " + image + ")");
     }
-    return LoopDevices.attach(image, false).device();
+    if (!encrypted(volume)) {
+      return LoopDevices.attach(image, false).device();
+    }
+    // The passphrase is checked before anything is attached: a missing one changes nothing here.
+    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+      requireLuks2(volume);
+      Path loop = LoopDevices.attach(image, false).device();
+      try {
+        Luks2.formatIfEmpty(loop, key.bytes());
+      } catch (DataPresentException e) {
+        throw CsiException.failedPrecondition("refusing to format " + loop + " of encrypted volume "
+            + volume.volumeId() + " as LUKS2: it already holds " + e.found());
+      }
+      CrashPoints.reach("stage.after-luks-format");
+      try {
+        return Luks2.open(loop, mappingName(volume), key.bytes());
+      } catch (WrongPassphraseException e) {
+        throw Encryption.wrongPassphrase(volume.volumeId());
+      }
+    }
+  }
+
+  /** Whether the volume was created with {@code encryption=on}: its record says so, as does its context. */
+  private boolean encrypted(VolumeRef volume) {
+    return store.readVolume(volume.volumeId()).map(r -> r.encrypted())
+        .orElse(Encryption.Mode.ON.value().equals(volume.context().get(Encryption.PARAMETER)));
+  }
+
+  private static void requireLuks2(VolumeRef volume) {
+    Luks2.unavailableReason().ifPresent(why -> {
+      throw CsiException.failedPrecondition("volume " + volume.volumeId() + " is encrypted (LUKS2), and this"
+          + " node cannot open it: " + why);
+    });
+  }
+
+  /**
+   * From the image's path: the same after a restart, and distinct for two plugins on one host whose
+   * data directories hold volumes of the same id.
+   */
+  private String mappingName(VolumeRef volume) {
+    return Luks2.mappingName("caravan-file:" + store.volumeImage(volume.volumeId()).toAbsolutePath());
+  }
+
+  /**
+   * The volume's open LUKS2 mapping, when this host can have one and it is open; nothing is asked of
+   * device-mapper where there is none.
+   */
+  private Optional<Mapping> openMapping(VolumeRef volume) {
+    if (Luks2.unavailableReason().isPresent()) {
+      return Optional.empty();
+    }
+    try {
+      Mapping m = Luks2.status(mappingName(volume));
+      return m.open() ? Optional.of(m) : Optional.empty();
+    } catch (CryptUnavailableException e) {
+      return Optional.empty();
+    }
+  }
+
+  /** Closes the volume's mapping, if open; then the loop device under it can go. */
+  private void closeMapping(VolumeRef volume) {
+    if (openMapping(volume).isPresent()) {
+      Luks2.close(mappingName(volume));
+      CrashPoints.reach("unstage.after-luks-close");
+    }
   }
 
   /** One {@code LOOP_GET_STATUS64} on the device: bound to this volume's image, by device and inode. */
   @Override
   public boolean holds(VolumeRef volume, Path device) {
-    return LoopDevices.backs(device, store.volumeImage(volume.volumeId()));
+    Path image = store.volumeImage(volume.volumeId());
+    if (!device.startsWith(MAPPER)) {
+      return LoopDevices.backs(device, image);
+    }
+    if (!device.equals(MAPPER.resolve(mappingName(volume)))) {
+      return false;
+    }
+    return openMapping(volume).flatMap(Mapping::device).map(loop -> LoopDevices.backs(loop, image)).orElse(false);
   }
+
+  private static final Path MAPPER = Path.of("/dev/mapper");
 
   @Override
   public void detach(VolumeRef volume) {
+    closeMapping(volume);
     Path image = store.volumeImage(volume.volumeId());
     if (Files.exists(image)) {
       LoopDevices.find(image).ifPresent(LoopDevices::detach);
@@ -50,6 +138,10 @@ final class FileNode implements NodeBackend {
   @Override
   public void detach(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
+    if (device.isPresent() && device.get().startsWith(MAPPER)) {
+      detach(volume);
+      return;
+    }
     if (device.isPresent() && Files.exists(image) && LoopDevices.detachIfBacking(device.get(), image)) {
       return;
     }
@@ -62,12 +154,45 @@ final class FileNode implements NodeBackend {
     if (Files.exists(image)) {
       LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
     }
+    growMapping(volume, "NodeExpandVolume");
+  }
+
+  private void refreshAtStage(VolumeRef volume) {
+    Path image = store.volumeImage(volume.volumeId());
+    if (Files.exists(image)) {
+      LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
+    }
+    growMapping(volume, "NodeStageVolume");
   }
 
   /** The device attach returned: no search of every loop device, no capacity change when it is current. */
   @Override
   public void refresh(VolumeRef volume, Path device) {
-    LoopDevices.refreshCapacity(device, store.volumeImage(volume.volumeId()));
+    if (!device.startsWith(MAPPER)) {
+      LoopDevices.refreshCapacity(device, store.volumeImage(volume.volumeId()));
+      return;
+    }
+    refreshAtStage(volume);
+  }
+
+  /**
+   * Grows an open mapping to the end of its loop device, when the device grew past it: the passphrase
+   * is needed again (the volume key lives in the kernel keyring only while a table is loaded).
+   */
+  private void growMapping(VolumeRef volume, String rpc) {
+    Optional<Mapping> open = openMapping(volume);
+    if (open.isEmpty() || open.get().device().isEmpty()) {
+      return;
+    }
+    Mapping m = open.get();
+    if (m.offsetBytes() + m.sizeBytes() >= BlockDevices.size(m.device().get())) {
+      return;
+    }
+    try (Passphrase key = Encryption.passphrase(rpc, volume.secrets())) {
+      Luks2.resize(m.name(), key.bytes());
+    } catch (WrongPassphraseException e) {
+      throw Encryption.wrongPassphrase(volume.volumeId());
+    }
   }
 
   @Override
@@ -80,6 +205,14 @@ final class FileNode implements NodeBackend {
   public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
     // The healthy case is one stat and one ioctl (backs): why it is not healthy is looked up after.
+    if (device.isPresent() && device.get().startsWith(MAPPER)) {
+      if (holds(volume, device.get())) {
+        return VolumeHealth.OK;
+      }
+      return Files.exists(image)
+          ? VolumeHealth.abnormal("the LUKS2 mapping " + device.get() + " is not open on " + image)
+          : VolumeHealth.abnormal("backing file " + image + " is missing");
+    }
     if (device.isPresent() && LoopDevices.backs(device.get(), image)) {
       return VolumeHealth.OK;
     }

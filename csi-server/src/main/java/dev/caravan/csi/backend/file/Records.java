@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.storage.crypt.Luks2;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
@@ -27,16 +28,26 @@ final class Records {
   /**
    * A volume's record. {@code access} is the access types CreateVolume was asked for, as a volume
    * context value ({@link AccessType#contextValue}); empty in records written before it was kept.
+   * {@code encrypted}: CreateVolume asked for {@code encryption=on}, so the image holds LUKS2 (the
+   * record says that it is encrypted, never with what).
    */
   record VolumeRecord(
       String id, String name, State state, long sizeBytes, Optional<ContentSource> source, String fsType,
-      String access, Instant createdAt) {
+      String access, Instant createdAt, boolean encrypted) {
     VolumeRecord withState(State s) {
-      return new VolumeRecord(id, name, s, sizeBytes, source, fsType, access, createdAt);
+      return new VolumeRecord(id, name, s, sizeBytes, source, fsType, access, createdAt, encrypted);
+    }
+
+    /**
+     * The image file's size: the volume's, and for an encrypted volume the LUKS2 header before it, so
+     * that the mapping (what the filesystem lives on) is as large as the volume's capacity.
+     */
+    long imageBytes() {
+      return sizeBytes + (encrypted ? Luks2.HEADER_BYTES : 0);
     }
 
     VolumeRecord withSize(long size) {
-      return new VolumeRecord(id, name, state, size, source, fsType, access, createdAt);
+      return new VolumeRecord(id, name, state, size, source, fsType, access, createdAt, encrypted);
     }
 
     byte[] encode() {
@@ -51,6 +62,9 @@ final class Records {
         m.put("access", access);
       }
       m.put("createdAt", createdAt.toString());
+      if (encrypted) {
+        m.put("encryption", "on");
+      }
       source.ifPresent(s -> {
         m.put("source.kind", s.kind().name());
         m.put("source.id", s.id());
@@ -73,7 +87,8 @@ final class Records {
           source,
           p.getProperty("fsType", "ext4"),
           p.getProperty("access", ""),
-          Instant.parse(p.getProperty("createdAt")));
+          Instant.parse(p.getProperty("createdAt")),
+          "on".equals(p.getProperty("encryption")));
     }
   }
 

@@ -15,6 +15,7 @@ public final class Errno {
   public static final int EAGAIN = 11;
   public static final int EBUSY = 16;
   public static final int EEXIST = 17;
+  public static final int ENODEV = 19;
   public static final int EXDEV = 18;
   public static final int ENOTDIR = 20;
   public static final int EINVAL = 22;

@@ -1,0 +1,136 @@
+package dev.caravan.csi.scenario;
+
+import static dev.caravan.csi.scenario.Caps.MIB;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.storage.block.LoopDevice;
+import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.file.SparseFiles;
+import dev.caravan.storage.testing.HostRequirements;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What encryption costs, measured in the guest and printed (run it alone with --select-class; the
+ * guest suite does not select it): NodeStageVolume and NodeUnstageVolume of an encrypted file volume
+ * against a plain one through the socket, and opening and closing a LUKS2 mapping in process against
+ * {@code cryptsetup open} and {@code close} (the passphrase on its standard input). Each figure is the
+ * median of {@value #ROUNDS} rounds; every round checks that the mapping or staging really came and went.
+ */
+class LuksCostGuestTest {
+  private static final int ROUNDS = 5;
+  private static final String PASSPHRASE = "cost-measurement-passphrase";
+  private static final byte[] KEY = PASSPHRASE.getBytes(StandardCharsets.UTF_8);
+
+  @Test
+  void stageAndUnstageEncryptedAgainstPlain() throws IOException {
+    HostRequirements.assumeDmCrypt();
+    for (boolean encrypted : new boolean[] {false, true}) {
+      try (PluginFixture f = PluginFixture.start(encrypted ? TestBackend.fileEncrypted() : TestBackend.file())) {
+        VolumeCapability cap = Caps.mount("ext4");
+        CreateVolumeRequest.Builder create = CreateVolumeRequest.newBuilder().setName("cost")
+            .addVolumeCapabilities(cap).setCapacityRange(Caps.bytes(64 * MIB)).putSecrets("encryptionPassphrase", PASSPHRASE);
+        if (encrypted) {
+          create.putParameters("encryption", "on");
+        }
+        Volume v = f.controller.createVolume(create.build()).getVolume();
+        Path staging = f.dir("staging/cost");
+        NodeStageVolumeRequest stage = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging.toString())
+            .setVolumeCapability(cap).putSecrets("encryptionPassphrase", PASSPHRASE).build();
+        NodeUnstageVolumeRequest unstage = NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .setStagingTargetPath(staging.toString()).build();
+        f.node.nodeStageVolume(stage); // the first stage formats; the rounds measure a staged volume's reuse
+        f.node.nodeUnstageVolume(unstage);
+        List<Long> stages = new ArrayList<>();
+        List<Long> unstages = new ArrayList<>();
+        for (int i = 0; i < ROUNDS; i++) {
+          long t0 = System.nanoTime();
+          f.node.nodeStageVolume(stage);
+          long t1 = System.nanoTime();
+          assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isTrue();
+          f.node.nodeUnstageVolume(unstage);
+          long t2 = System.nanoTime();
+          assertThat(f.ourLoops()).isEmpty();
+          stages.add(t1 - t0);
+          unstages.add(t2 - t1);
+        }
+        System.out.printf("COST %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
+            encrypted ? "encrypted" : "plain", median(stages), median(unstages), ROUNDS);
+      }
+    }
+  }
+
+  @Test
+  void openAndCloseInProcessAgainstCryptsetup() throws IOException, InterruptedException {
+    HostRequirements.assumeDmCrypt();
+    HostRequirements.assumeTool("cryptsetup", "cryptsetup-bin");
+    Path dir = Files.createTempDirectory("luks-cost-");
+    Path image = dir.resolve("luks.img");
+    SparseFiles.create(image, 64 * MIB);
+    LoopDevice loop = LoopDevices.attach(image, false);
+    String name = Luks2.mappingName("cost-" + System.nanoTime());
+    try {
+      Luks2.formatIfEmpty(loop.device(), KEY);
+      List<Long> openIn = new ArrayList<>();
+      List<Long> closeIn = new ArrayList<>();
+      List<Long> openOut = new ArrayList<>();
+      List<Long> closeOut = new ArrayList<>();
+      for (int i = 0; i < ROUNDS; i++) {
+        long t0 = System.nanoTime();
+        Luks2.open(loop.device(), name, KEY);
+        long t1 = System.nanoTime();
+        assertThat(Luks2.status(name).open()).isTrue();
+        long t2 = System.nanoTime();
+        Luks2.close(name);
+        long t3 = System.nanoTime();
+        assertThat(Luks2.status(name).open()).isFalse();
+        openIn.add(t1 - t0);
+        closeIn.add(t3 - t2);
+
+        long t4 = System.nanoTime();
+        Process open = new ProcessBuilder("cryptsetup", "open", "--type", "luks2", "--key-file=-",
+            loop.device().toString(), name).redirectErrorStream(true).start();
+        try (OutputStream in = open.getOutputStream()) {
+          in.write(KEY);
+        }
+        assertThat(open.waitFor()).as(new String(open.getInputStream().readAllBytes(), StandardCharsets.UTF_8)).isZero();
+        long t5 = System.nanoTime();
+        assertThat(Luks2.status(name).open()).isTrue();
+        long t6 = System.nanoTime();
+        Process close = new ProcessBuilder("cryptsetup", "close", name).redirectErrorStream(true).start();
+        assertThat(close.waitFor()).isZero();
+        long t7 = System.nanoTime();
+        assertThat(Luks2.status(name).open()).isFalse();
+        openOut.add(t5 - t4);
+        closeOut.add(t7 - t6);
+      }
+      System.out.printf("COST in process: open median %d ms, close median %d ms; cryptsetup: open median %d ms,"
+          + " close median %d ms (%d rounds)%n", median(openIn), median(closeIn), median(openOut), median(closeOut), ROUNDS);
+    } finally {
+      Luks2.close(name);
+      LoopDevices.detach(loop);
+      Files.deleteIfExists(image);
+      Files.deleteIfExists(dir);
+    }
+  }
+
+  private static long median(List<Long> nanos) {
+    List<Long> sorted = new ArrayList<>(nanos);
+    Collections.sort(sorted);
+    return sorted.get(sorted.size() / 2) / 1_000_000;
+  }
+}

@@ -1,0 +1,281 @@
+package dev.caravan.storage.crypt;
+
+import dev.caravan.storage.DataPresentException;
+import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.Probe;
+import dev.caravan.storage.block.Signature;
+import dev.caravan.storage.internal.crypt.Cryptsetups;
+import dev.caravan.storage.internal.sys.Errno;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * LUKS2 on a block device, through libcryptsetup in this process (no {@code cryptsetup} process,
+ * so a passphrase never appears on a command line or in a child's environment).
+ *
+ * <p>Passphrases are given as bytes. The caller owns its array; each call copies it into native
+ * memory for as long as libcryptsetup needs it and zeroes that copy before returning, whether the
+ * call succeeds or not. libcryptsetup wipes its own copies and the volume key it derives.
+ *
+ * <p>Formatting needs only libcryptsetup; opening, closing, growing and the status of a mapping need
+ * device-mapper's crypt target ({@link HostCapabilities#dmCryptProblem()}), and throw {@link
+ * CryptUnavailableException} naming what is missing where it is not there.
+ */
+public final class Luks2 {
+  static final Path MAPPER_DIR = Path.of("/dev/mapper");
+
+  /**
+   * Where a mapping's data starts on a device {@link #formatIfEmpty} formatted: the LUKS2 header (two
+   * copies of the metadata and the key slots area) takes the first 16 MiB. A mapping is that much
+   * smaller than its device.
+   */
+  public static final long HEADER_BYTES = 16L << 20;
+  private static final String PREFIX = "caravan-";
+  private static final String LUKS_TYPE = "crypto_LUKS";
+  // argon2id benchmarked to one second of this host's time, within 256 MiB: a node that stages
+  // many volumes at once needs that much memory for each one being opened.
+  private static final Cryptsetups.Pbkdf PBKDF = new Cryptsetups.Pbkdf(1000, 256 * 1024, 4);
+
+  /** What {@link #formatIfEmpty} did. */
+  public enum FormatOutcome {
+    /** The device was empty; it now holds a LUKS2 header with one key slot. */
+    FORMATTED,
+    /** The device already holds a LUKS2 header; nothing was written. */
+    ALREADY_LUKS2
+  }
+
+  private Luks2() {}
+
+  /**
+   * The mapping name for a volume: {@code caravan-} and 32 hex digits of the SHA-256 of {@code
+   * volumeKey}. The same key gives the same name in every process, so a restarted plugin finds the
+   * mappings it opened before; the name is valid for device-mapper whatever characters the key has.
+   */
+  public static String mappingName(String volumeKey) {
+    Objects.requireNonNull(volumeKey, "volumeKey");
+    try {
+      byte[] digest =
+          MessageDigest.getInstance("SHA-256").digest(volumeKey.getBytes(StandardCharsets.UTF_8));
+      return PREFIX + HexFormat.of().formatHex(digest, 0, 16);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java platform has SHA-256", e);
+    }
+  }
+
+  /**
+   * Why LUKS2 mappings cannot be used here, or empty when they can: libcryptsetup must load and the
+   * kernel must offer device-mapper's crypt target to a root process.
+   */
+  public static Optional<String> unavailableReason() {
+    Optional<String> kernel = HostCapabilities.current().dmCryptProblem();
+    if (kernel.isPresent()) {
+      return kernel;
+    }
+    try {
+      Cryptsetups.requireLibrary();
+      return Optional.empty();
+    } catch (StorageException e) {
+      return Optional.of(e.getMessage());
+    }
+  }
+
+  /**
+   * Writes a LUKS2 header with one key slot for {@code passphrase} to {@code device}, when the
+   * device holds nothing. Probed the way {@link dev.caravan.storage.fs.Filesystems#formatIfEmpty}
+   * probes, through an {@code O_EXCL} descriptor:
+   *
+   * <ul>
+   *   <li>a LUKS2 header is left as it is ({@link FormatOutcome#ALREADY_LUKS2}), whatever
+   *       passphrase opens it: {@link #open} checks that;
+   *   <li>any other signature (a filesystem, a partition table, a LUKS1 header) is refused with a
+   *       {@link DataPresentException} naming it;
+   *   <li>a device that is mounted or claimed by another exclusive opener and holds no LUKS2 header
+   *       is refused without writing.
+   * </ul>
+   */
+  public static FormatOutcome formatIfEmpty(Path device, byte[] passphrase) {
+    Objects.requireNonNull(device, "device");
+    Objects.requireNonNull(passphrase, "passphrase");
+    requirePassphrase(passphrase);
+    Cryptsetups.requireLibrary();
+    Signature found;
+    try {
+      found = Probe.probeExclusive(device);
+    } catch (SyscallException e) {
+      if (e.errno() != Errno.EBUSY) {
+        throw e;
+      }
+      if (isLuks2(device, Probe.probe(device))) {
+        return FormatOutcome.ALREADY_LUKS2;
+      }
+      throw new StorageException(
+          "refusing to format "
+              + device
+              + " as LUKS2: it is in use (mounted, or held open exclusively by another program)",
+          e);
+    }
+    if (isLuks2(device, found)) {
+      return FormatOutcome.ALREADY_LUKS2;
+    }
+    if (!found.isEmpty()) {
+      String what = found.type().equals(Optional.of(LUKS_TYPE)) ? "a LUKS header libcryptsetup cannot load as LUKS2" : found.describe();
+      throw new DataPresentException(device, what);
+    }
+    check(Cryptsetups.format(device.toString(), passphrase, PBKDF), "format as LUKS2", device);
+    return FormatOutcome.FORMATTED;
+  }
+
+  /**
+   * Opens the mapping {@code name} ({@code /dev/mapper/<name>}) over the LUKS2 header on {@code
+   * device} with {@code passphrase}, and returns its path. When it is already open on {@code
+   * device}, the passphrase is still checked against the header, and the open mapping is returned.
+   *
+   * @throws WrongPassphraseException when no key slot opens with {@code passphrase}
+   * @throws StorageException when {@code name} is open on another device, or {@code device} holds no
+   *     LUKS2 header
+   */
+  public static Path open(Path device, String name, byte[] passphrase) {
+    Objects.requireNonNull(device, "device");
+    requireName(name);
+    requirePassphrase(passphrase);
+    requireUsable();
+    Mapping now = status(name);
+    if (now.open()) {
+      requireOn(now, device);
+      check(Cryptsetups.verify(device.toString(), passphrase), "open", device);
+      return now.path();
+    }
+    int rc = Cryptsetups.activate(device.toString(), name, passphrase);
+    if (rc == -Errno.EEXIST) {
+      // Opened by someone else since we looked: the same answer as finding it open.
+      requireOn(status(name), device);
+      check(Cryptsetups.verify(device.toString(), passphrase), "open", device);
+      return MAPPER_DIR.resolve(name);
+    }
+    check(rc, "open", device);
+    return MAPPER_DIR.resolve(name);
+  }
+
+  /**
+   * Removes the mapping {@code name}; nothing to do when it is not open.
+   *
+   * @throws StorageException when it is held open (mounted, say)
+   */
+  public static void close(String name) {
+    requireName(name);
+    requireUsable();
+    Cryptsetups.State state = Cryptsetups.state(name);
+    if (state == Cryptsetups.State.INACTIVE || state == Cryptsetups.State.INVALID) {
+      return;
+    }
+    int rc = Cryptsetups.deactivate(name);
+    if (rc == -Errno.ENODEV || rc == -Errno.ENXIO) {
+      return;
+    }
+    if (rc == -Errno.EBUSY) {
+      throw new StorageException(
+          "cannot close " + MAPPER_DIR.resolve(name) + ": it is in use (mounted, or held open)");
+    }
+    if (rc < 0) {
+      throw new StorageException(
+          "libcryptsetup could not close " + MAPPER_DIR.resolve(name) + ": " + Errno.name(-rc));
+    }
+  }
+
+  /**
+   * Grows the open mapping {@code name} to the whole of its device (after the device grew) and
+   * returns its new size in bytes. The passphrase unlocks the volume key into the kernel keyring for
+   * the new table, as {@code cryptsetup resize} asks for it.
+   */
+  public static long resize(String name, byte[] passphrase) {
+    requireName(name);
+    requirePassphrase(passphrase);
+    requireUsable();
+    Mapping now = status(name);
+    if (!now.open()) {
+      throw new StorageException("cannot grow " + now.path() + ": it is not open");
+    }
+    Path device = now.device().orElse(now.path());
+    check(Cryptsetups.resize(name, passphrase), "grow the mapping on", device);
+    return status(name).sizeBytes();
+  }
+
+  /** Whether the mapping {@code name} is open, whether it is in use, its device and size. */
+  public static Mapping status(String name) {
+    requireName(name);
+    requireUsable();
+    Cryptsetups.State state = Cryptsetups.state(name);
+    if (state == Cryptsetups.State.INACTIVE || state == Cryptsetups.State.INVALID) {
+      return new Mapping(name, false, false, Optional.empty(), 0, 0);
+    }
+    Optional<Cryptsetups.Active> active = Cryptsetups.active(name);
+    return new Mapping(
+        name,
+        true,
+        state == Cryptsetups.State.BUSY,
+        active.map(a -> Path.of(a.device())),
+        active.map(a -> a.sectors() * 512).orElse(0L),
+        active.map(a -> a.offsetSectors() * 512).orElse(0L));
+  }
+
+  private static boolean isLuks2(Path device, Signature found) {
+    return found.type().equals(Optional.of(LUKS_TYPE))
+        && Cryptsetups.loadLuks2(device.toString()) == 0;
+  }
+
+  private static void requireOn(Mapping mapping, Path device) {
+    Optional<Path> on = mapping.device();
+    if (on.isEmpty()
+        || !BlockDevices.majorMinor(on.get()).equals(BlockDevices.majorMinor(device))) {
+      throw new StorageException(
+          mapping.path()
+              + " is open on "
+              + on.map(Path::toString).orElse("an unknown device")
+              + ", not on "
+              + device);
+    }
+  }
+
+  private static void requireUsable() {
+    Optional<String> reason = unavailableReason();
+    if (reason.isPresent()) {
+      throw new CryptUnavailableException("LUKS2 is not usable on this host: " + reason.get());
+    }
+  }
+
+  private static void requireName(String name) {
+    Objects.requireNonNull(name, "name");
+    if (name.isEmpty() || name.length() > 127 || name.contains("/") || name.equals(".") || name.equals("..")) {
+      throw new IllegalArgumentException("not a device-mapper name: '" + name + "'");
+    }
+  }
+
+  private static void requirePassphrase(byte[] passphrase) {
+    Objects.requireNonNull(passphrase, "passphrase");
+    if (passphrase.length == 0) {
+      throw new IllegalArgumentException("the passphrase is empty");
+    }
+  }
+
+  private static void check(int rc, String what, Path device) {
+    if (rc >= 0) {
+      return;
+    }
+    if (rc == -Errno.EPERM) {
+      throw new WrongPassphraseException(device);
+    }
+    if (rc == -Errno.EINVAL && what.equals("open")) {
+      throw new StorageException(
+          "libcryptsetup could not " + what + " " + device + ": it holds no LUKS2 header it can use (EINVAL)");
+    }
+    throw new StorageException("libcryptsetup could not " + what + " " + device + ": " + Errno.name(-rc));
+  }
+}

@@ -1,0 +1,161 @@
+package dev.caravan.storage.crypt;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.LoopDevice;
+import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.testing.HostRequirements;
+import dev.caravan.storage.testing.Scratch;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** LUKS2 mappings on a real dm-crypt (the guest kernel of scripts/guest-suite). */
+class Luks2GuestTest {
+  private static final long MIB = 1L << 20;
+  private static final byte[] PASSPHRASE = "correct horse battery".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] WRONG = "incorrect horse".getBytes(StandardCharsets.UTF_8);
+
+  @RegisterExtension final Scratch scratch = new Scratch();
+
+  private Path image;
+  private LoopDevice loop;
+  private String name;
+
+  @BeforeEach
+  void attach() {
+    HostRequirements.assumeDmCrypt();
+    image = scratch.image("luks.img", 64 * MIB);
+    loop = LoopDevices.attach(image, false);
+    name = Luks2.mappingName("guest-test-" + System.nanoTime());
+  }
+
+  @AfterEach
+  void detach() {
+    if (loop != null) {
+      Luks2.close(name);
+      LoopDevices.detach(loop);
+    }
+  }
+
+  @Test
+  void opensWritesClosesAndReopensWithTheData() throws IOException {
+    assertThat(Luks2.formatIfEmpty(loop.device(), PASSPHRASE)).isEqualTo(Luks2.FormatOutcome.FORMATTED);
+    assertThat(Luks2.status(name).open()).isFalse();
+
+    Path mapped = Luks2.open(loop.device(), name, PASSPHRASE);
+    assertThat(mapped).isEqualTo(Path.of("/dev/mapper", name));
+    Mapping open = Luks2.status(name);
+    assertThat(open.open()).isTrue();
+    assertThat(open.inUse()).isFalse();
+    assertThat(BlockDevices.majorMinor(open.device().orElseThrow()))
+        .isEqualTo(BlockDevices.majorMinor(loop.device()));
+    // The LUKS2 header comes off the top.
+    assertThat(open.offsetBytes()).isEqualTo(Luks2.HEADER_BYTES);
+    assertThat(open.sizeBytes()).isEqualTo(64 * MIB - Luks2.HEADER_BYTES);
+    assertThat(BlockDevices.size(mapped)).isEqualTo(open.sizeBytes());
+
+    byte[] plain = "plaintext that must not reach the disk as is".getBytes(StandardCharsets.UTF_8);
+    try (FileChannel out = FileChannel.open(mapped, StandardOpenOption.WRITE)) {
+      out.write(ByteBuffer.wrap(plain), 0);
+      out.force(true);
+    }
+    // Opening again with the passphrase is the same mapping.
+    assertThat(Luks2.open(loop.device(), name, PASSPHRASE)).isEqualTo(mapped);
+    Luks2.close(name);
+    assertThat(Luks2.status(name).open()).isFalse();
+    Luks2.close(name); // closing what is closed is nothing
+    assertThat(contains(Files.readAllBytes(image), plain)).isFalse();
+
+    Luks2.open(loop.device(), name, PASSPHRASE);
+    byte[] back = new byte[plain.length];
+    try (FileChannel in = FileChannel.open(mapped, StandardOpenOption.READ)) {
+      in.read(ByteBuffer.wrap(back), 0);
+    }
+    assertThat(back).isEqualTo(plain);
+  }
+
+  @Test
+  void aWrongPassphraseOpensNothingAndIsRefusedEvenWhenTheMappingIsOpen() {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE);
+    assertThatThrownBy(() -> Luks2.open(loop.device(), name, WRONG))
+        .isInstanceOfSatisfying(
+            WrongPassphraseException.class,
+            e -> assertThat(e.device()).isEqualTo(loop.device()));
+    assertThat(Luks2.status(name).open()).isFalse();
+
+    Luks2.open(loop.device(), name, PASSPHRASE);
+    assertThatThrownBy(() -> Luks2.open(loop.device(), name, WRONG))
+        .isInstanceOf(WrongPassphraseException.class);
+  }
+
+  @Test
+  void aMappingInUseIsNotClosed() throws IOException {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE);
+    Path mapped = Luks2.open(loop.device(), name, PASSPHRASE);
+    try (FileChannel held = FileChannel.open(mapped, StandardOpenOption.READ)) {
+      assertThat(Luks2.status(name).inUse()).isTrue();
+      assertThatThrownBy(() -> Luks2.close(name))
+          .isInstanceOf(StorageException.class)
+          .hasMessageContaining("in use");
+      assertThat(held.isOpen()).isTrue();
+    }
+    Luks2.close(name);
+    assertThat(Luks2.status(name).open()).isFalse();
+  }
+
+  @Test
+  void growsWithItsDevice() throws IOException {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE);
+    Luks2.open(loop.device(), name, PASSPHRASE);
+    long before = Luks2.status(name).sizeBytes();
+    try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
+      file.setLength(128 * MIB);
+    }
+    LoopDevices.refreshCapacity(loop);
+    assertThatThrownBy(() -> Luks2.resize(name, WRONG)).isInstanceOf(WrongPassphraseException.class);
+    long after = Luks2.resize(name, PASSPHRASE);
+    assertThat(after).isEqualTo(before + 64 * MIB);
+    assertThat(Luks2.status(name).sizeBytes()).isEqualTo(after);
+  }
+
+  @Test
+  void aMappingNameOpenOnAnotherDeviceIsRefused() {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE);
+    LoopDevice other = LoopDevices.attach(scratch.image("other.img", 64 * MIB), false);
+    try {
+      Luks2.formatIfEmpty(other.device(), PASSPHRASE);
+      Luks2.open(loop.device(), name, PASSPHRASE);
+      assertThatThrownBy(() -> Luks2.open(other.device(), name, PASSPHRASE))
+          .isInstanceOf(StorageException.class)
+          .hasMessageContaining("is open on");
+    } finally {
+      LoopDevices.detach(other);
+    }
+  }
+
+  private static boolean contains(byte[] haystack, byte[] needle) {
+    outer:
+    for (int i = 0; i + needle.length <= haystack.length; i++) {
+      for (int j = 0; j < needle.length; j++) {
+        if (haystack[i + j] != needle[j]) {
+          continue outer;
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,2 @@
+/* Caravan jextract input for libcryptsetup (Debian: libcryptsetup-dev). */
+#include <libcryptsetup.h>
