@@ -25,7 +25,8 @@ mount_options {
   mount_flags = ["noatime"]
 }
 
-# Known parameters of the file backend: fsType (ext4|xfs). Anything else is rejected with the list.
+# Known parameters of the file backend: fsType (ext4|xfs) and encryption (off|on; see
+# caravan-file-encrypted-volume.hcl). Anything else is rejected with the list.
 parameters {
   fsType = "xfs"
 }

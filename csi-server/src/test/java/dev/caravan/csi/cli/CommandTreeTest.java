@@ -3,25 +3,36 @@ package dev.caravan.csi.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.support.BuildInfo;
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-/** Every command and subcommand, found by walking picocli's tree, answers --help and --version. */
+/**
+ * Every command and subcommand, found by walking the tree {@code caravan --help} lists, answers --help
+ * and --version, through {@link Main#execute} as the process runs them ({@code serve} with its own
+ * flag table, the others through picocli).
+ */
 class CommandTreeTest {
   private record Result(int exit, String out, String err) {}
 
   private static Result run(List<String> args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine root = new CommandLine(new Main());
-    root.setOut(new PrintWriter(out, true));
-    root.setErr(new PrintWriter(err, true));
-    int exit = root.execute(args.toArray(String[]::new));
-    return new Result(exit, out.toString(), err.toString());
+    PrintStream savedOut = System.out;
+    PrintStream savedErr = System.err;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      int exit = Main.execute(args.toArray(String[]::new));
+      return new Result(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    } finally {
+      System.setOut(savedOut);
+      System.setErr(savedErr);
+    }
   }
 
   private static void walk(CommandLine c, List<String> path, List<List<String>> into) {
@@ -37,7 +48,7 @@ class CommandTreeTest {
   @Test
   void everyCommandAnswersHelpAndVersionWithExitZero() {
     List<List<String>> commands = new ArrayList<>();
-    walk(new CommandLine(new Main()), List.of(), commands);
+    walk(Main.commandLine(), List.of(), commands);
     assertThat(commands).as("the tree has the commands we know of, and more may come")
         .contains(List.of("serve"), List.of("inspect"), List.of("dhv", "install"), List.of("version"));
     for (List<String> command : commands) {

@@ -418,6 +418,17 @@ class QnapControllerTest {
   }
 
   @Test
+  void encryptionOnIsRefusedSayingWhyAndMakesNoLun() throws Exception {
+    start("cgi", Map.of());
+    StatusRuntimeException e = error(() -> controller.createVolume(create("sealed", 1)
+        .putParameters("encryption", "on").putSecrets("encryptionPassphrase", "a passphrase").build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(e.getStatus().getDescription()).contains("parameters.encryption=on", "does not encrypt")
+        .doesNotContain("a passphrase");
+    assertThat(sim.lunNames()).isEmpty();
+  }
+
+  @Test
   void twoNodesPublishingAtOnceNeverBothGetIn() throws Exception {
     start("cgi", Map.of());
     Volume v = controller.createVolume(create("race", 1).build()).getVolume();
