@@ -130,7 +130,7 @@ final class Flags<T> {
   }
 
   private String suggestion(String name) {
-    return byName.keySet().stream().filter(n -> n.startsWith(name) || name.startsWith(n)).findFirst()
+    return byName.keySet().stream().filter(n -> ServeConfig.close(n, name)).findFirst()
         .map(n -> " (did you mean " + n + "?)").orElse("");
   }
 }

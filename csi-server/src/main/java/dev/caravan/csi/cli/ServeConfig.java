@@ -193,8 +193,8 @@ final class ServeConfig {
         + " (" + String.join(", ", keys) + ") and the blocks " + String.join(", ", backends);
   }
 
-  /** The same key but for dashes, a plural or a typo of a letter or two. */
-  private static boolean close(String key, String name) {
+  /** The same key but for dashes, a plural or a typo of a letter or two (flags ask it too). */
+  static boolean close(String key, String name) {
     String a = key.replace("-", "_");
     String b = name.replace("-", "_");
     if (a.equals(b) || (a + "s").equals(b) || a.equals(b.replaceFirst("_seconds$", ""))) {
