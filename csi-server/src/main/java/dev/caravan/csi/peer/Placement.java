@@ -9,13 +9,20 @@ import java.util.stream.Collectors;
 
 /**
  * {@code host=auto}: among the nodes the request's accessibility requirements admit, the one with the
- * most free bytes after what is promised and reserved ({@link PlacementReport#getFreeBytes()}); ties
- * go to the node with fewest volumes, then to the smaller node id, so that equal reports always pick
- * the same node.
+ * most free bytes after what is promised and reserved ({@link PlacementReport#getFreeBytes()}), counted
+ * in whole {@link #GRAIN}s; ties go to the node with fewest volumes, then to the smaller node id, so
+ * that equal reports always pick the same node.
+ *
+ * <p>Why a grain: equal pools never report equal bytes for long. ZFS metadata and a transaction group
+ * in flight move a pool's free space by kilobytes, so comparing bytes would let that noise, not the
+ * volume count, choose among pools that are equal for every purpose a volume has.
  */
 final class Placement {
+  /** Free space that differs by less than this between two nodes is not a reason to prefer one. */
+  static final long GRAIN = 64L << 20;
+
   private static final Comparator<PlacementReport> BEST = Comparator
-      .comparingLong(PlacementReport::getFreeBytes).reversed()
+      .comparingLong((PlacementReport r) -> Math.floorDiv(r.getFreeBytes(), GRAIN)).reversed()
       .thenComparingInt(PlacementReport::getVolumes)
       .thenComparing(PlacementReport::getNode);
 

@@ -14,12 +14,28 @@ class PlacementTest {
     return PlacementReport.newBuilder().setNode(node).setFreeBytes(free).setVolumes(volumes).build();
   }
 
+  // Free space in MiB: 50, 100 and 300 MiB are different counts of whole grains.
+  private static final long U = 1L << 20;
+
   private final List<PlacementReport> reports =
-      List.of(report("n1", 100, 5), report("n2", 300, 9), report("n3", 300, 2), report("n4", 50, 0));
+      List.of(report("n1", 100 * U, 5), report("n2", 300 * U, 9), report("n3", 300 * U, 2), report("n4", 50 * U, 0));
 
   @Test
   void mostFreeBytesWinsAndTiesGoToFewestVolumes() {
     assertThat(Placement.choose(reports, List.of(), 0)).isEqualTo("n3");
+  }
+
+  @Test
+  void freeSpaceWithinOneGrainIsATieThatTheVolumeCountDecides() {
+    long g = Placement.GRAIN;
+    // A few KiB of pool metadata must not outweigh a volume count, however the bytes fall.
+    assertThat(Placement.choose(List.of(report("n1", 11 * g + 5000, 2), report("n2", 11 * g + 2000, 1)), List.of(), 0))
+        .isEqualTo("n2");
+    assertThat(Placement.choose(List.of(report("n1", 11 * g, 1), report("n2", 11 * g + 4096, 1)), List.of(), 0))
+        .isEqualTo("n1");
+    // A grain more is a reason.
+    assertThat(Placement.choose(List.of(report("n1", 12 * g, 7), report("n2", 11 * g + 4096, 1)), List.of(), 0))
+        .isEqualTo("n1");
   }
 
   @Test
@@ -32,8 +48,8 @@ class PlacementTest {
 
   @Test
   void aNodeWithoutRoomForTheVolumeIsNotChosen() {
-    assertThat(Placement.choose(reports, List.of(Topology.ofNode("n1"), Topology.ofNode("n4")), 80)).isEqualTo("n1");
-    assertThatThrownBy(() -> Placement.choose(reports, List.of(), 400)).isInstanceOf(CsiException.class)
-        .hasMessageContaining("n2 300");
+    assertThat(Placement.choose(reports, List.of(Topology.ofNode("n1"), Topology.ofNode("n4")), 80 * U)).isEqualTo("n1");
+    assertThatThrownBy(() -> Placement.choose(reports, List.of(), 400 * U)).isInstanceOf(CsiException.class)
+        .hasMessageContaining("n2 " + 300 * U);
   }
 }
