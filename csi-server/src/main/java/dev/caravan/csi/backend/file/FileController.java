@@ -149,6 +149,7 @@ final class FileController implements ControllerBackend {
     }
     requireTopology(req);
     long size = plannedSize(req, fsType);
+    req.source().ifPresent(s -> requireEncryptionOfSource(s, req.encrypted()));
     requireSpace(size);
     VolumeRecord r =
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
@@ -250,6 +251,30 @@ final class FileController implements ControllerBackend {
               + (sourceSize > 0 ? ", source size " + sourceSize : "") + ")");
     }
     return size;
+  }
+
+  /**
+   * A copy holds its source's blocks as they are, LUKS2 header included: it is encrypted exactly when
+   * its source is, under the source's passphrase. A request that asks otherwise cannot be honoured
+   * (INVALID_ARGUMENT: the source does not fit the parameters).
+   */
+  private void requireEncryptionOfSource(ContentSource source, boolean encrypted) {
+    String field = source.kind() == ContentSource.Kind.SNAPSHOT
+        ? "volume_content_source.snapshot.snapshot_id"
+        : "volume_content_source.volume.volume_id";
+    boolean sourceEncrypted = switch (source.kind()) {
+      case SNAPSHOT -> readySnapshot(source.id()).map(SnapshotRecord::encrypted).orElse(false);
+      case VOLUME -> readyVolume(source.id()).map(VolumeRecord::encrypted).orElse(false);
+    };
+    if (sourceEncrypted && !encrypted) {
+      throw CsiException.invalid(field + " " + source.id() + " is encrypted, and a copy of it is encrypted with"
+          + " the same passphrase: ask for parameters." + Encryption.PARAMETER + "=on with secrets."
+          + Encryption.SECRET);
+    }
+    if (!sourceEncrypted && encrypted) {
+      throw CsiException.invalid(field + " " + source.id() + " is not encrypted, and a copy holds its blocks as"
+          + " they are: parameters." + Encryption.PARAMETER + "=on cannot be honoured for it");
+    }
   }
 
   private long sourceSize(ContentSource source) {
@@ -436,7 +461,7 @@ final class FileController implements ControllerBackend {
         .orElseThrow(() -> CsiException.notFound("source_volume_id " + sourceVolumeId + " does not exist"));
     requireSpace(0);
     SnapshotRecord r = new SnapshotRecord(id, name, State.CREATING, sourceVolumeId, source.sizeBytes(),
-        Instant.now().truncatedTo(ChronoUnit.MILLIS));
+        Instant.now().truncatedTo(ChronoUnit.MILLIS), source.encrypted());
     store.write(r);
     CrashPoints.reach("snapshot.after-record");
     return finishSnapshot(r);

@@ -92,10 +92,15 @@ final class Records {
     }
   }
 
+  /**
+   * A snapshot's record. {@code encrypted}: its source volume was, so its image holds that volume's
+   * LUKS2 header, and every volume made from it is encrypted under the same passphrase.
+   */
   record SnapshotRecord(
-      String id, String name, State state, String sourceVolumeId, long sizeBytes, Instant createdAt) {
+      String id, String name, State state, String sourceVolumeId, long sizeBytes, Instant createdAt,
+      boolean encrypted) {
     SnapshotRecord withState(State s) {
-      return new SnapshotRecord(id, name, s, sourceVolumeId, sizeBytes, createdAt);
+      return new SnapshotRecord(id, name, s, sourceVolumeId, sizeBytes, createdAt, encrypted);
     }
 
     byte[] encode() {
@@ -107,6 +112,9 @@ final class Records {
       m.put("sourceVolumeId", sourceVolumeId);
       m.put("sizeBytes", Long.toString(sizeBytes));
       m.put("createdAt", createdAt.toString());
+      if (encrypted) {
+        m.put("encryption", "on");
+      }
       return Records.encode(m);
     }
 
@@ -118,7 +126,8 @@ final class Records {
           State.valueOf(p.getProperty("state")),
           p.getProperty("sourceVolumeId"),
           Long.parseLong(p.getProperty("sizeBytes")),
-          Instant.parse(p.getProperty("createdAt")));
+          Instant.parse(p.getProperty("createdAt")),
+          "on".equals(p.getProperty("encryption")));
     }
   }
 
