@@ -35,7 +35,7 @@ import org.junit.jupiter.api.Timeout;
  * Replication streams against real OpenZFS: snapshots of a volume sent into Java streams and
  * received from them into another dataset, full then incremental, cut and resumed or aborted,
  * refused when they do not fit, and raw for an encrypted volume. The replica's data is compared
- * byte for byte, through the block device of a clone of each received snapshot, with an image of
+ * byte for byte, through the block device of a clone of a received snapshot, with an image of
  * what was written to the source. Runs in the guest only.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -74,14 +74,8 @@ class ZfsStreamsGuestTest {
     final byte[] image = new byte[SIZE];
     final Path device;
 
-    Source(String hint, byte[] passphrase) {
-      name = freshWithDevice(hint);
-      ZvolSpec spec = ZvolSpec.of(name, SIZE).sparse(true);
-      if (passphrase == null) {
-        zfs.createZvol(spec);
-      } else {
-        zfs.createEncryptedZvol(spec, passphrase);
-      }
+    Source(String name) {
+      this.name = name;
       device = zfs.zvolDevice(name, DEVICE_WAIT);
     }
 
@@ -125,39 +119,55 @@ class ZfsStreamsGuestTest {
     }
   }
 
+  // One source volume serves every test but the encrypted one: each zvol device costs seconds of
+  // udev work in the guest. Its snapshots: p1 holds 4 MiB, p2 2 MiB more (more than a pipe holds,
+  // so a sender or receiver that stopped reading would block), p3 two MiB changed.
+  private static Source plain;
+  private static Snap p1;
+  private static Snap p2;
+  private static Snap p3;
+
+  private static synchronized void plainSource() throws IOException {
+    if (plain != null) {
+      return;
+    }
+    String name = freshWithDevice("repl-src");
+    zfs.createZvol(ZvolSpec.of(name, SIZE).sparse(true));
+    plain = new Source(name);
+    plain.write(1, 0, (int) (4 * MIB));
+    p1 = plain.snapshot("p1");
+    plain.write(2, 8 * MIB, (int) (2 * MIB));
+    p2 = plain.snapshot("p2");
+    plain.write(3, MIB, (int) MIB);
+    plain.write(4, 30 * MIB, (int) MIB);
+    p3 = plain.snapshot("p3");
+  }
+
   // ---------------------------------------------------------------------------------------
 
   @Test
   void aFullStreamThenTwoIncrementalsReplicateAVolumeSnapshotBySnapshot() throws Exception {
-    Source source = new Source("repl-src", null);
-    source.write(1, 0, (int) (4 * MIB));
-    Snap r1 = source.snapshot("r1");
-    source.write(2, 8 * MIB, (int) (2 * MIB));
-    Snap r2 = source.snapshot("r2");
-    source.write(3, MIB, (int) MIB);
-    source.write(4, 30 * MIB, (int) MIB);
-    Snap r3 = source.snapshot("r3");
-
+    plainSource();
     String replica = fresh("repl-dst") + "/nested/vol"; // missing parents are made
-    SendStream full = streams.full(r1.name());
+    SendStream full = streams.full(p1.name());
     assertThat(full.raw()).isFalse();
     assertThat(full.from()).isEmpty();
     long estimate = full.estimatedSize();
-    ZfsStreams.Received first = throughJavaPipe(full, replica + "@r1");
-    System.out.printf("full stream of %s: estimated %d bytes, sent %d%n", r1.name(), estimate, first.bytes());
+    ZfsStreams.Received first = throughJavaPipe(full, replica + "@p1");
+    System.out.printf("full stream of %s: estimated %d bytes, sent %d%n", p1.name(), estimate, first.bytes());
     assertThat(first.bytes()).isGreaterThan(4 * MIB);
     assertThat(estimate).isBetween(first.bytes() / 2, first.bytes() * 2);
-    assertThat(first.guid()).isEqualTo(r1.guid());
+    assertThat(first.guid()).isEqualTo(p1.guid());
 
-    SendStream second = streams.incremental(r1.name(), r2.name());
-    assertThat(second.from()).contains(r1.name());
-    assertThat(throughJavaPipe(second, replica + "@r2").guid()).isEqualTo(r2.guid());
-    ZfsStreams.Received third = throughBytes(streams.incremental(r2.name(), r3.name()), replica + "@r3");
-    assertThat(third.guid()).isEqualTo(r3.guid());
+    SendStream second = streams.incremental(p1.name(), p2.name());
+    assertThat(second.from()).contains(p1.name());
+    assertThat(throughJavaPipe(second, replica + "@p2").guid()).isEqualTo(p2.guid());
+    ZfsStreams.Received third = throughBytes(streams.incremental(p2.name(), p3.name()), replica + "@p3");
+    assertThat(third.guid()).isEqualTo(p3.guid());
     assertThat(third.bytes()).isLessThan(first.bytes());
 
-    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@r1", replica + "@r2", replica + "@r3");
-    for (Snap snap : List.of(r1, r2, r3)) {
+    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@p1", replica + "@p2", replica + "@p3");
+    for (Snap snap : List.of(p1, p2, p3)) {
       assertThat(zfs.properties(replica + "@" + snap.shortName()).guid()).isEqualTo(snap.guid());
       assertReplicaHolds(replica + "@" + snap.shortName(), snap.image());
     }
@@ -176,23 +186,21 @@ class ZfsStreamsGuestTest {
   }
 
   @Test
-  void aCutStreamLeavesAResumeTokenAndTheRestCompletesTheReceive() throws Exception {
-    Source source = new Source("cut-src", null);
-    source.write(5, 0, (int) (8 * MIB));
-    Snap s1 = source.snapshot("s1");
+  void cutStreamsLeaveResumeTokensAndTheirRestCompletesTheReceive() throws Exception {
+    plainSource();
     String replica = fresh("cut-dst");
 
-    byte[] head = cutAfter(streams.full(s1.name()), 2 * MIB);
-    assertThatThrownBy(() -> streams.receive(replica + "@s1", new ByteArrayInputStream(head), REPLICA))
+    byte[] head = cutAfter(streams.full(p1.name()), MIB);
+    assertThatThrownBy(() -> streams.receive(replica + "@p1", new ByteArrayInputStream(head), REPLICA))
         .isInstanceOf(ZfsException.class)
-        .hasMessageContaining("receive " + replica + "@s1")
+        .hasMessageContaining("receive " + replica + "@p1")
         .hasMessageContaining("partial receive is kept");
     ResumeToken token = streams.resumeToken(replica).orElseThrow();
     System.out.println("resume token of a cut full stream: " + token.text());
-    assertThat(token.snapshot()).isEqualTo(s1.name());
-    assertThat(token.snapshotGuid()).isEqualTo(s1.guid());
+    assertThat(token.snapshot()).isEqualTo(p1.name());
+    assertThat(token.snapshotGuid()).isEqualTo(p1.guid());
     assertThat(token.fromGuid()).isEmpty();
-    assertThat(token.bytesReceived()).isPositive().isLessThanOrEqualTo(2 * MIB);
+    assertThat(token.bytesReceived()).isPositive().isLessThanOrEqualTo(MIB);
     // The token records the stream's features, not the flags asked for: blocks of 16 KiB are not
     // large, so the rest goes without LARGE_BLOCK, as the stream did.
     assertThat(token.largeBlocks()).isFalse();
@@ -201,51 +209,57 @@ class ZfsStreamsGuestTest {
     assertThat(token.raw()).isFalse();
     assertThat(zfs.properties(replica).isInconsistent()).isTrue();
 
-    assertThatThrownBy(() -> throughBytes(streams.full(s1.name()), replica + "@s1"))
+    assertThatThrownBy(() -> throughBytes(streams.full(p1.name()), replica + "@p1"))
         .as("a new stream while a partial receive waits")
         .isInstanceOfSatisfying(
             StreamRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.PARTIAL_RECEIVE));
 
     SendStream rest = streams.resume(ResumeToken.parse(token.text()));
     assertThat(rest.resuming()).contains(token);
-    assertThat(rest.estimatedSize()).isLessThan(streams.full(s1.name()).estimatedSize());
-    ZfsStreams.Received done = throughBytes(rest, replica + "@s1");
-    assertThat(done.bytes()).isLessThan(8 * MIB);
-    assertThat(done.guid()).isEqualTo(s1.guid());
+    assertThat(rest.estimatedSize()).isLessThan(streams.full(p1.name()).estimatedSize());
+    ZfsStreams.Received done = throughBytes(rest, replica + "@p1");
+    assertThat(done.bytes()).isLessThan(4 * MIB);
+    assertThat(done.guid()).isEqualTo(p1.guid());
     assertThat(streams.resumeToken(replica)).isEmpty();
     assertThat(zfs.properties(replica).isInconsistent()).isFalse();
-    assertReplicaHolds(replica + "@s1", s1.image());
+    assertReplicaHolds(replica + "@p1", p1.image());
 
-    // An incremental cut short, then aborted: the replica is back where it was, and usable.
-    source.write(6, 12 * MIB, (int) (4 * MIB));
-    Snap s2 = source.snapshot("s2");
-    byte[] incrementalHead = cutAfter(streams.incremental(s1.name(), s2.name()), MIB);
-    assertThatThrownBy(() -> streams.receive(replica + "@s2", new ByteArrayInputStream(incrementalHead), REPLICA))
+    // An incremental cut short and resumed: the base is found again by its GUID.
+    byte[] incrementalHead = cutAfter(streams.incremental(p1.name(), p2.name()), 512 * 1024);
+    assertThatThrownBy(() -> streams.receive(replica + "@p2", new ByteArrayInputStream(incrementalHead), REPLICA))
         .isInstanceOf(ZfsException.class);
     ResumeToken incremental = streams.resumeToken(replica).orElseThrow();
-    assertThat(incremental.fromGuid()).hasValue(s1.guid());
-    assertThat(incremental.snapshotGuid()).isEqualTo(s2.guid());
+    assertThat(incremental.fromGuid()).hasValue(p1.guid());
+    assertThat(incremental.snapshotGuid()).isEqualTo(p2.guid());
     assertThat(zfs.exists(replica + "/%recv")).isTrue();
+    SendStream incrementalRest = streams.resume(incremental);
+    assertThat(incrementalRest.from()).contains(p1.name());
+    assertThat(throughBytes(incrementalRest, replica + "@p2").guid()).isEqualTo(p2.guid());
+    assertThat(zfs.exists(replica + "/%recv")).isFalse();
+    assertReplicaHolds(replica + "@p2", p2.image());
 
+    // Another cut short, then aborted: the replica is back where it was, and takes the stream again.
+    byte[] abortedHead = cutAfter(streams.incremental(p2.name(), p3.name()), 256 * 1024);
+    assertThatThrownBy(() -> streams.receive(replica + "@p3", new ByteArrayInputStream(abortedHead), REPLICA))
+        .isInstanceOf(ZfsException.class);
+    assertThat(streams.resumeToken(replica)).isPresent();
     assertThat(streams.abortPartialReceive(replica)).isTrue();
     assertThat(zfs.exists(replica + "/%recv")).isFalse();
     assertThat(streams.resumeToken(replica)).isEmpty();
-    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@s1");
+    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@p1", replica + "@p2");
+    assertThat(zfs.properties(replica + "@p2").guid()).isEqualTo(p2.guid());
     assertThat(streams.abortPartialReceive(replica)).isFalse();
-    assertThat(throughBytes(streams.incremental(s1.name(), s2.name()), replica + "@s2").guid()).isEqualTo(s2.guid());
-    assertReplicaHolds(replica + "@s2", s2.image());
+    assertThat(throughBytes(streams.incremental(p2.name(), p3.name()), replica + "@p3").guid()).isEqualTo(p3.guid());
   }
 
   @Test
   void aFullReceiveCutByItsInputIsAbortedWithTheDatasetItWasCreating() throws Exception {
-    Source source = new Source("abort-src", null);
-    source.write(7, 0, (int) (4 * MIB));
-    Snap s1 = source.snapshot("s1");
-    byte[] head = cutAfter(streams.full(s1.name()), MIB);
+    plainSource();
+    byte[] head = cutAfter(streams.full(p1.name()), MIB);
     String replica = fresh("abort-dst");
 
     ReadableByteChannel breaking = new BreakingChannel(head);
-    assertThatThrownBy(() -> streams.receive(replica + "@s1", breaking, REPLICA))
+    assertThatThrownBy(() -> streams.receive(replica + "@p1", breaking, REPLICA))
         .isInstanceOf(IOException.class)
         .hasMessage("connection reset (test)");
     assertThat(streams.resumeToken(replica)).isPresent();
@@ -259,17 +273,12 @@ class ZfsStreamsGuestTest {
 
   @Test
   void streamsThatDoNotFitTheTargetAreRefusedAndChangeNothing() throws Exception {
-    Source source = new Source("refuse-src", null);
-    source.write(8, 0, (int) MIB);
-    Snap s1 = source.snapshot("s1");
-    source.write(9, 4 * MIB, (int) MIB);
-    Snap s2 = source.snapshot("s2");
-    source.write(10, 8 * MIB, (int) (6 * MIB)); // more than a pipe holds: the sender must not hang
-    Snap s3 = source.snapshot("s3");
+    plainSource();
     String replica = fresh("refuse-dst");
-    throughBytes(streams.full(s1.name()), replica + "@s1");
+    throughBytes(streams.full(p1.name()), replica + "@p1");
+    long before = zfs.properties(replica).get("written").map(Property::asLong).orElseThrow();
 
-    assertThatThrownBy(() -> throughJavaPipe(streams.incremental(s2.name(), s3.name()), replica + "@s3"))
+    assertThatThrownBy(() -> throughJavaPipe(streams.incremental(p2.name(), p3.name()), replica + "@p3"))
         .isInstanceOfSatisfying(
             StreamRefusedException.class,
             e -> {
@@ -278,41 +287,41 @@ class ZfsStreamsGuestTest {
             })
         .hasMessageContaining(replica + " lacks the snapshot the incremental stream starts from")
         .hasMessageContaining("send it in full");
-    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@s1");
+    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@p1");
+    assertThat(zfs.properties(replica + "@p1").guid()).isEqualTo(p1.guid());
+    assertThat(zfs.properties(replica).get("written").map(Property::asLong).orElseThrow()).isEqualTo(before);
     assertThat(streams.resumeToken(replica)).isEmpty();
     assertThat(zfs.exists(replica + "/%recv")).isFalse();
-    assertReplicaHolds(replica + "@s1", s1.image());
 
     String missing = fresh("refuse-none");
-    assertThatThrownBy(() -> throughBytes(streams.incremental(s1.name(), s2.name()), missing + "@s2"))
+    assertThatThrownBy(() -> throughBytes(streams.incremental(p1.name(), p2.name()), missing + "@p2"))
         .isInstanceOfSatisfying(
             StreamRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.BASE_MISSING));
     assertThat(zfs.exists(missing)).isFalse();
 
-    assertThatThrownBy(() -> throughBytes(streams.full(s2.name()), replica + "@s2"))
+    assertThatThrownBy(() -> throughBytes(streams.full(p2.name()), replica + "@p2"))
         .isInstanceOfSatisfying(
             StreamRefusedException.class, e -> assertThat(e.reason()).isEqualTo(Reason.TARGET_EXISTS));
-    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@s1");
+    assertThat(zfs.snapshots(replica)).containsExactly(replica + "@p1");
 
     String managed = fresh("refuse-managed");
     zfs.createZvol(ZvolSpec.of(managed, SIZE).sparse(true));
-    assertThatThrownBy(() -> throughBytes(streams.full(s1.name()), managed + "@s1"))
+    assertThatThrownBy(() -> throughBytes(streams.full(p1.name()), managed + "@p1"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("it carries caravan:managed=true");
     assertThatThrownBy(
             () -> streams.receive(replica + "@x", new ByteArrayInputStream(new byte[0]), Map.of("caravan:managed", "true")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("ownership marker");
-    assertThatThrownBy(() -> streams.incremental(s2.name(), s1.name()))
+    assertThatThrownBy(() -> streams.incremental(p2.name(), p1.name()))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("is not older than");
   }
 
   @Test
   void aSenderFailureIsReportedAsTheSendsAndAConsumerFailureAsItsOwn() throws Exception {
-    Source source = new Source("fail-src", null);
-    source.write(11, 0, (int) (8 * MIB));
-    String gone = source.name + "@gone";
+    plainSource();
+    String gone = plain.name + "@gone";
     GuestZfs.plainSnapshot(gone);
     SendStream stream = streams.full(gone);
     ZfsFailures.orThrow(Lzc.destroySnapshots(List.of(gone)), "destroy", gone);
@@ -327,9 +336,8 @@ class ZfsStreamsGuestTest {
             });
     assertThat(nothing.size()).isZero();
 
-    Snap s1 = source.snapshot("s1");
     long started = System.nanoTime();
-    assertThatThrownBy(() -> streams.full(s1.name()).writeTo(new CuttingStream(64 * 1024)))
+    assertThatThrownBy(() -> streams.full(p3.name()).writeTo(new CuttingStream(64 * 1024)))
         .isInstanceOf(IOException.class)
         .hasMessage("peer went away (test)")
         .hasNoSuppressedExceptions();
@@ -338,8 +346,13 @@ class ZfsStreamsGuestTest {
 
   @Test
   void anEncryptedVolumeTravelsRawAndItsReplicaOpensWithThePassphrase() throws Exception {
-    byte[] passphrase = PASSPHRASE.getBytes(StandardCharsets.UTF_8);
-    Source source = new Source("enc-src", passphrase);
+    // Made by the zfs command with the fewest PBKDF2 iterations it allows: key derivation is slow
+    // under the guest's emulated CPU, and the replica, which keeps them, is opened by it too.
+    String name = freshWithDevice("enc-src");
+    assertThat(withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", Long.toString(SIZE), "-o", "encryption=on",
+        "-o", "keyformat=passphrase", "-o", "keylocation=prompt", "-o", "pbkdf2iters=100000",
+        "-o", "caravan:managed=true", name)).isZero();
+    Source source = new Source(name);
     source.write(12, 0, (int) (2 * MIB));
     Snap e1 = source.snapshot("e1");
     source.write(13, 16 * MIB, (int) MIB);
