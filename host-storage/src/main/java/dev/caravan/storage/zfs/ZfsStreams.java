@@ -62,7 +62,7 @@ public final class ZfsStreams {
    *
    * @param snapshot the received snapshot, {@code dataset@name}
    * @param guid its GUID, the same as the sent snapshot's
-   * @param bytes the stream's bytes this receive read
+   * @param bytes the bytes of the stream this receive passed to ZFS
    */
   public record Received(String snapshot, long guid, long bytes) {}
 
