@@ -3839,6 +3839,69 @@ public class ZfsCore extends ZfsCore$shared {
         }
     }
 
+    private static class lzc_send_space {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("lzc_send_space");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int lzc_send_space(const char *, const char *, enum lzc_send_flags, uint64_t *)
+     * }
+     */
+    public static FunctionDescriptor lzc_send_space$descriptor() {
+        return lzc_send_space.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int lzc_send_space(const char *, const char *, enum lzc_send_flags, uint64_t *)
+     * }
+     */
+    public static MethodHandle lzc_send_space$handle() {
+        return lzc_send_space.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int lzc_send_space(const char *, const char *, enum lzc_send_flags, uint64_t *)
+     * }
+     */
+    public static MemorySegment lzc_send_space$address() {
+        return lzc_send_space.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int lzc_send_space(const char *, const char *, enum lzc_send_flags, uint64_t *)
+     * }
+     */
+    public static int lzc_send_space(MemorySegment x0, MemorySegment x1, int x2, MemorySegment x3) {
+        var mh$ = lzc_send_space.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("lzc_send_space", x0, x1, x2, x3);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2, x3);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class lzc_receive {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             ZfsCore.C_INT,
@@ -3895,6 +3958,71 @@ public class ZfsCore extends ZfsCore$shared {
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("lzc_receive", x0, x1, x2, x3, x4, x5);
+            }
+            return (int)mh$.invokeExact(x0, x1, x2, x3, x4, x5);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class lzc_receive_resumable {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            ZfsCore.C_INT,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_POINTER,
+            ZfsCore.C_INT,
+            ZfsCore.C_INT,
+            ZfsCore.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("lzc_receive_resumable");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * extern int lzc_receive_resumable(const char *, nvlist_t *, const char *, boolean_t, boolean_t, int)
+     * }
+     */
+    public static FunctionDescriptor lzc_receive_resumable$descriptor() {
+        return lzc_receive_resumable.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * extern int lzc_receive_resumable(const char *, nvlist_t *, const char *, boolean_t, boolean_t, int)
+     * }
+     */
+    public static MethodHandle lzc_receive_resumable$handle() {
+        return lzc_receive_resumable.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * extern int lzc_receive_resumable(const char *, nvlist_t *, const char *, boolean_t, boolean_t, int)
+     * }
+     */
+    public static MemorySegment lzc_receive_resumable$address() {
+        return lzc_receive_resumable.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * extern int lzc_receive_resumable(const char *, nvlist_t *, const char *, boolean_t, boolean_t, int)
+     * }
+     */
+    public static int lzc_receive_resumable(MemorySegment x0, MemorySegment x1, MemorySegment x2, int x3, int x4, int x5) {
+        var mh$ = lzc_receive_resumable.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("lzc_receive_resumable", x0, x1, x2, x3, x4, x5);
             }
             return (int)mh$.invokeExact(x0, x1, x2, x3, x4, x5);
         } catch (Error | RuntimeException ex) {

@@ -25,6 +25,7 @@ public final class DatasetProperties {
   private final long createTxg;
   private final long guid;
   private final String origin;
+  private final boolean inconsistent;
   private final Map<String, Property> properties;
 
   DatasetProperties(
@@ -35,6 +36,7 @@ public final class DatasetProperties {
       long createTxg,
       long guid,
       String origin,
+      boolean inconsistent,
       Map<String, Property> properties) {
     this.name = Objects.requireNonNull(name, "name");
     this.type = Objects.requireNonNull(type, "type");
@@ -43,6 +45,7 @@ public final class DatasetProperties {
     this.createTxg = createTxg;
     this.guid = guid;
     this.origin = Objects.requireNonNull(origin, "origin");
+    this.inconsistent = inconsistent;
     this.properties = Collections.unmodifiableMap(new LinkedHashMap<>(properties));
   }
 
@@ -71,6 +74,7 @@ public final class DatasetProperties {
         stats.creationTxg(),
         stats.guid(),
         stats.origin(),
+        stats.inconsistent(),
         properties);
   }
 
@@ -132,6 +136,22 @@ public final class DatasetProperties {
 
   public long guid() {
     return guid;
+  }
+
+  /**
+   * Whether a receive is still writing this dataset, or stopped part way through creating it (ZFS's
+   * {@code inconsistent} flag): then it holds no usable data yet.
+   */
+  public boolean isInconsistent() {
+    return inconsistent;
+  }
+
+  /**
+   * The target's {@code receive_resume_token}: set while a resumable receive into it (or into its
+   * hidden {@code %recv} child, for an incremental one) stopped part way; empty otherwise.
+   */
+  public Optional<String> receiveResumeToken() {
+    return get("receive_resume_token").map(Property::value).filter(v -> !v.isEmpty() && !v.equals("-"));
   }
 
   /** Every property the kernel reported, by name, in its order. */

@@ -92,7 +92,7 @@ final class IndependentCopy {
     return new Outcome(sent.get(), senderCrash.get(), receiveResult);
   }
 
-  private static void joinUninterruptibly(Thread thread) {
+  static void joinUninterruptibly(Thread thread) {
     boolean interrupted = false;
     while (true) {
       try {

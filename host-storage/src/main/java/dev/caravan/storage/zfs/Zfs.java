@@ -121,6 +121,15 @@ public final class Zfs implements AutoCloseable {
     return marker;
   }
 
+  /**
+   * Send streams in and out of this process, for replication: sending snapshots into Java channels,
+   * receiving them resumably, resuming and aborting interrupted receives ({@link ZfsStreams}).
+   */
+  public ZfsStreams streams() {
+    requireOpen();
+    return new ZfsStreams(this);
+  }
+
   // ------------------------------------------------------------------------------------------
   // Pools
 
@@ -134,7 +143,7 @@ public final class Zfs implements AutoCloseable {
   }
 
   /** A pool's status and raw config nvlist, read together. */
-  private record PoolConfig(PoolStatus status, Map<String, Object> config) {}
+  record PoolConfig(PoolStatus status, Map<String, Object> config) {}
 
   private Optional<PoolConfig> poolConfig(String pool) {
     ZfsIoctls.Reply reply = ioctls().poolStats(pool);
@@ -147,7 +156,7 @@ public final class Zfs implements AutoCloseable {
     return Optional.of(new PoolConfig(Pools.status(pool, reply), reply.reply()));
   }
 
-  private PoolConfig requireUsablePool(String dataset) {
+  PoolConfig requireUsablePool(String dataset) {
     String pool = DatasetNames.pool(dataset);
     PoolConfig config =
         poolConfig(pool)
@@ -183,7 +192,7 @@ public final class Zfs implements AutoCloseable {
         .orElseThrow(() -> new ZfsException("get properties of", dataset, ZfsErrors.ENOENT));
   }
 
-  private Optional<DatasetProperties> find(String dataset) {
+  Optional<DatasetProperties> find(String dataset) {
     Objects.requireNonNull(dataset, "dataset");
     ZfsIoctls.Reply reply = ioctls().objsetStats(dataset, true);
     if (reply.errno() == ZfsErrors.ENOENT) {
@@ -877,7 +886,7 @@ public final class Zfs implements AutoCloseable {
   }
 
   /** Creates each missing ancestor of {@code dataset} below the pool, as canmount=off. */
-  private void createParents(String dataset) {
+  void createParents(String dataset) {
     List<String> missing = new ArrayList<>();
     for (String parent = DatasetNames.parent(dataset);
         parent.contains("/") && !Lzc.exists(parent);
@@ -913,7 +922,7 @@ public final class Zfs implements AutoCloseable {
     ZfsFailures.orThrow(ioctls().setProperties(dataset, properties), "set properties of", dataset);
   }
 
-  private static Lzc.Result retryWhileBusy(Supplier<Lzc.Result> call) {
+  static Lzc.Result retryWhileBusy(Supplier<Lzc.Result> call) {
     long deadline = System.nanoTime() + BUSY_RETRY.toNanos();
     while (true) {
       Lzc.Result result = call.get();
@@ -933,7 +942,7 @@ public final class Zfs implements AutoCloseable {
     }
   }
 
-  private ZfsIoctls ioctls() {
+  ZfsIoctls ioctls() {
     requireOpen();
     return ioctls;
   }

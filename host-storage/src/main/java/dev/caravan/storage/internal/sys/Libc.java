@@ -107,7 +107,7 @@ public final class Libc {
     static final MethodHandle HANDLE = syscall("pipe2", JAVA_INT, ADDRESS, JAVA_INT);
   }
 
-  // For talking to a child process through a pseudo-terminal (Pty), which has no file position.
+  // For descriptors without a file position: a pseudo-terminal (Pty), a pipe (zfs streams).
   private static final class Read {
     static final MethodHandle HANDLE = syscall("read", JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG);
   }
@@ -359,7 +359,8 @@ public final class Libc {
     }
   }
 
-  // read and write, for descriptors without a file position (a pseudo-terminal's master end).
+  // read and write, for descriptors without a file position (a pseudo-terminal's master end, a
+  // pipe).
 
   /** Reads into {@code buffer} (up to its size); returns bytes read, 0 at end of file. */
   public static long read(Fd fd, MemorySegment buffer) {
@@ -368,6 +369,18 @@ public final class Libc {
           arena,
           state -> (long) Read.HANDLE.invokeExact(state, fd.number(), buffer, buffer.byteSize()),
           "read",
+          fd,
+          buffer.byteSize());
+    }
+  }
+
+  /** Writes from {@code buffer} (up to its size); returns the bytes written, perhaps fewer. */
+  public static long write(Fd fd, MemorySegment buffer) {
+    try (Arena arena = Arena.ofConfined()) {
+      return call(
+          arena,
+          state -> (long) Write.HANDLE.invokeExact(state, fd.number(), buffer, buffer.byteSize()),
+          "write",
           fd,
           buffer.byteSize());
     }

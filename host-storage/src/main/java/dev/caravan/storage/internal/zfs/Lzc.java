@@ -19,11 +19,17 @@ import java.util.Map;
  * ZfsLibrary#require()} succeeded: an {@code lzc_*} call without that aborts the process.
  */
 public final class Lzc {
+  /** {@code LZC_SEND_FLAG_LARGE_BLOCK}: blocks over 128 KiB travel whole. */
+  public static final int SEND_LARGE_BLOCK = ZfsCore.LZC_SEND_FLAG_LARGE_BLOCK();
+
+  /** {@code LZC_SEND_FLAG_EMBED_DATA}: data embedded in block pointers travels so. */
+  public static final int SEND_EMBED_DATA = ZfsCore.LZC_SEND_FLAG_EMBED_DATA();
+
+  /** {@code LZC_SEND_FLAG_COMPRESS}: compressed blocks travel compressed. */
+  public static final int SEND_COMPRESS = ZfsCore.LZC_SEND_FLAG_COMPRESS();
+
   /** {@code LZC_SEND_FLAG_LARGE_BLOCK | EMBED_DATA | COMPRESS}: blocks travel as they are stored. */
-  public static final int SEND_AS_STORED =
-      ZfsCore.LZC_SEND_FLAG_LARGE_BLOCK()
-          | ZfsCore.LZC_SEND_FLAG_EMBED_DATA()
-          | ZfsCore.LZC_SEND_FLAG_COMPRESS();
+  public static final int SEND_AS_STORED = SEND_LARGE_BLOCK | SEND_EMBED_DATA | SEND_COMPRESS;
 
   /** {@code LZC_SEND_FLAG_RAW}: an encrypted dataset's blocks as stored, still encrypted. */
   public static final int SEND_RAW = ZfsCore.LZC_SEND_FLAG_RAW();
@@ -116,6 +122,70 @@ public final class Lzc {
       int errno = ZfsCore.lzc_send(arena.allocateFrom(snapshot), MemorySegment.NULL, fd, flags);
       return new Result(errno, Map.of());
     }
+  }
+
+  /**
+   * {@code lzc_send} of the changes from {@code from} (an earlier snapshot of the same dataset, full
+   * name) to {@code snapshot}; a full stream when {@code from} is null.
+   */
+  public static Result send(String snapshot, String from, int fd, int flags) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno =
+          ZfsCore.lzc_send(arena.allocateFrom(snapshot), cString(arena, from), fd, flags);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  /**
+   * {@code lzc_send_resume}: the rest of a stream of {@code snapshot} (from {@code from}, or full
+   * when null) from object {@code object} at byte {@code offset}, where a resumable receive stopped.
+   */
+  public static Result sendResume(
+      String snapshot, String from, int fd, int flags, long object, long offset) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno =
+          ZfsCore.lzc_send_resume(
+              arena.allocateFrom(snapshot), cString(arena, from), fd, flags, object, offset);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  /** An error number and, when it is 0, the estimated size of a send stream in bytes. */
+  public record Space(int errno, long bytes) {}
+
+  /** {@code lzc_send_space}: the estimated size of the stream {@link #send} would write. */
+  public static Space sendSpace(String snapshot, String from, int flags) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment space = arena.allocate(ValueLayout.JAVA_LONG);
+      int errno =
+          ZfsCore.lzc_send_space(arena.allocateFrom(snapshot), cString(arena, from), flags, space);
+      return new Space(errno, errno == 0 ? space.get(ValueLayout.JAVA_LONG, 0) : 0);
+    }
+  }
+
+  /**
+   * {@code lzc_receive_resumable}: a stream read from {@code fd} becomes {@code snapshot} ({@code
+   * dataset@name}), full or incremental onto the dataset's newest snapshot, or continues the partial
+   * receive a resume stream belongs to. A receive that fails part way leaves its state for a
+   * resume (the dataset's {@code receive_resume_token}) instead of removing it. {@code properties}
+   * are set as received properties.
+   */
+  public static Result receiveResumable(String snapshot, NvList properties, int fd) {
+    try (Arena arena = Arena.ofConfined()) {
+      int errno =
+          ZfsCore.lzc_receive_resumable(
+              arena.allocateFrom(snapshot),
+              properties == null ? MemorySegment.NULL : properties.handle(),
+              MemorySegment.NULL,
+              0,
+              0,
+              fd);
+      return new Result(errno, Map.of());
+    }
+  }
+
+  private static MemorySegment cString(Arena arena, String value) {
+    return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
   }
 
   /**

@@ -23,6 +23,7 @@ public final class ZfsErrors {
   public static final int EXDEV = 18;
   public static final int ENODEV = 19;
   public static final int EINVAL = 22;
+  public static final int ETXTBSY = 26;
   public static final int ENOSPC = 28;
   public static final int EPIPE = 32;
   public static final int EDOM = 33;
@@ -108,6 +109,7 @@ public final class ZfsErrors {
       case EXDEV -> "not in the same pool";
       case ENODEV -> "no such device";
       case EINVAL -> "invalid argument or property";
+      case ETXTBSY -> "changed since its newest snapshot";
       case ENOSPC -> "out of space";
       case EDOM, ERANGE -> "value out of range";
       case ENAMETOOLONG -> "name is too long";
