@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Command;
@@ -44,6 +45,11 @@ final class DhvCommand implements Runnable {
     @Option(names = "--option", paramLabel = "KEY=VALUE", description = "A backend option, repeatable.")
     Map<String, String> options = new LinkedHashMap<>();
 
+    @Option(names = "--passphrase-file", description = "A file only its owner can read holding the passphrase of"
+        + " volumes created with parameter encryption=on (Nomad gives DHV plugins no secrets; docs/encryption.md)."
+        + " Without it, encryption=on is refused.")
+    Path passphraseFile;
+
     @Option(names = "--java", description = "The java launcher the plugins run (default: this one).")
     Path java;
 
@@ -59,9 +65,10 @@ final class DhvCommand implements Runnable {
       Path launcher = java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java");
       Path data = dataDir != null ? dataDir : Path.of("/var/lib/caravan/dhv", driver);
       String cp = classPath != null ? classPath : absolute(System.getProperty("java.class.path"));
-      DhvInstaller installer = new DhvInstaller(launcher.toAbsolutePath(), cp, data.toAbsolutePath(), options);
       List<Path> written;
       try {
+        DhvInstaller installer = new DhvInstaller(launcher.toAbsolutePath(), cp, data.toAbsolutePath(), options,
+            Optional.ofNullable(passphraseFile).map(Path::toAbsolutePath));
         written = installer.install(pluginDir.toAbsolutePath(), driver);
       } catch (IllegalArgumentException e) {
         System.err.println("caravan dhv install: " + e.getMessage());

@@ -12,6 +12,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
@@ -27,8 +28,11 @@ import java.util.TreeMap;
  * @param classPath the class path holding Caravan (its jar)
  * @param dataDir where the backend and the DHV records live
  * @param options backend options passed on as {@code --option key=value}
+ * @param passphraseFile where encrypted volumes' passphrase is ({@code encryption=on}): a file only its
+ *     owner can read, named in the executable (never its content)
  */
-public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options) {
+public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options,
+    Optional<Path> passphraseFile) {
   /** The JVM options of a one-call process: starts fast, writes nothing to standard output. */
   static final List<String> JVM_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
       "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:MaxRAM=256m", "-Xlog:disable", "-Xlog:all=warning:stderr");
@@ -38,6 +42,14 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     if (!java.isAbsolute() || !dataDir.isAbsolute()) {
       throw new IllegalArgumentException("the java launcher and the data directory must be absolute paths");
     }
+    passphraseFile.flatMap(PassphraseFile::problem).ifPresent(why -> {
+      throw new IllegalArgumentException("--passphrase-file: " + why);
+    });
+  }
+
+  /** An installer whose plugins refuse {@code encryption=on} (no passphrase file). */
+  public DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options) {
+    this(java, classPath, dataDir, options, Optional.empty());
   }
 
   /** The plugin id (file name) of {@code driver} in {@code mode}: {@code caravan-file}, {@code caravan-file-deferred}. */
@@ -115,6 +127,7 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     command.addAll(JVM_OPTIONS);
     command.addAll(List.of("-cp", classPath, DhvMain.class.getName(), "--driver", driver, "--mode", mode.id(),
         "--data-dir", dataDir.toString()));
+    passphraseFile.ifPresent(f -> command.addAll(List.of("--passphrase-file", f.toString())));
     options.forEach((k, v) -> command.addAll(List.of("--option", k + "=" + v)));
     StringBuilder exec = new StringBuilder("exec");
     for (String arg : command) {

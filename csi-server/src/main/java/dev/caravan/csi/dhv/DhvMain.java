@@ -91,7 +91,7 @@ public final class DhvMain {
       Map<String, Object> result;
       try (AutoCloseable lock = store.lock(req.volumeId());
           DhvVolumes volumes = DhvVolumes.open(inv.driver(), inv.mode(), inv.dataDir(), inv.options(), req, store,
-              storageNode)) {
+              storageNode, inv.passphraseFile())) {
         result = switch (inv.operation()) {
           case CREATE -> volumes.create();
           case DELETE -> volumes.delete();
@@ -124,11 +124,13 @@ public final class DhvMain {
   }
 
   /** The wrapper's arguments and Nomad's operation. */
-  record Invocation(String driver, Mode mode, Path dataDir, Map<String, String> options, Operation operation) {
+  record Invocation(String driver, Mode mode, Path dataDir, Map<String, String> options,
+      Optional<Path> passphraseFile, Operation operation) {
     static Invocation parse(String[] args) {
       String driver = null;
       Mode mode = null;
       Path dataDir = null;
+      Path passphraseFile = null;
       Map<String, String> options = new TreeMap<>();
       List<String> rest = new java.util.ArrayList<>();
       for (int i = 0; i < args.length; i++) {
@@ -140,6 +142,7 @@ public final class DhvMain {
           case "--driver" -> driver = args[++i];
           case "--mode" -> mode = Mode.parse(args[++i]);
           case "--data-dir" -> dataDir = Path.of(args[++i]);
+          case "--passphrase-file" -> passphraseFile = Path.of(args[++i]);
           case "--option" -> {
             String kv = args[++i];
             int eq = kv.indexOf('=');
@@ -164,7 +167,7 @@ public final class DhvMain {
       if (mode == null || dataDir == null || !dataDir.isAbsolute()) {
         throw DhvException.invalid("--mode and an absolute --data-dir are required");
       }
-      return new Invocation(driver, mode, dataDir, options, op);
+      return new Invocation(driver, mode, dataDir, options, Optional.ofNullable(passphraseFile), op);
     }
   }
 }

@@ -33,6 +33,14 @@ record DhvParameters(Map<String, String> backend, Optional<Integer> mode, Option
   }
 
   static DhvParameters parse(Map<String, String> given, Set<String> backendKnown) {
+    return parse(given, backendKnown, false);
+  }
+
+  /**
+   * @param passphraseFile whether the plugin was installed with a passphrase file, the only place an
+   *     encrypted volume's passphrase can come from
+   */
+  static DhvParameters parse(Map<String, String> given, Set<String> backendKnown, boolean passphraseFile) {
     Set<String> known = new TreeSet<>(backendKnown);
     known.addAll(ROOT);
     Map<String, String> backend = new HashMap<>();
@@ -45,9 +53,10 @@ record DhvParameters(Map<String, String> backend, Optional<Integer> mode, Option
         backend.put(e.getKey(), e.getValue());
       }
     }
-    if (Encryption.Mode.ON.value().equals(given.get(Encryption.PARAMETER))) {
-      throw DhvException.invalid("parameter " + Encryption.PARAMETER + "=on is not supported by the Dynamic Host"
-          + " Volume plugin: Nomad passes it no secrets to take a passphrase from");
+    if (Encryption.Mode.ON.value().equals(given.get(Encryption.PARAMETER)) && !passphraseFile) {
+      throw DhvException.invalid("parameter " + Encryption.PARAMETER + "=on needs a passphrase file: Nomad passes"
+          + " a Dynamic Host Volume plugin no secrets, so install it with `caravan dhv install --passphrase-file"
+          + " /absolute/path`");
     }
     Optional<Integer> mode = Optional.ofNullable(given.get("mode")).map(m -> {
       if (!OCTAL.matcher(m).matches()) {
@@ -68,6 +77,11 @@ record DhvParameters(Map<String, String> backend, Optional<Integer> mode, Option
       }
       return (int) n;
     });
+  }
+
+  /** Whether the volume is encrypted ({@code encryption=on}). */
+  boolean encrypted() {
+    return Encryption.Mode.ON.value().equals(backend.get(Encryption.PARAMETER));
   }
 
   /** Sets what was given on the mounted root (never following a link); leaves the rest as it is. */

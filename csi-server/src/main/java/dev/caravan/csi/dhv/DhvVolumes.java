@@ -7,8 +7,10 @@ import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.Provisioned;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.VolumeRef;
@@ -66,9 +68,11 @@ final class DhvVolumes implements AutoCloseable {
   private final ControllerBackend controller;
   private final NodeEngine engine;
   private final Supplier<String> storageNode;
+  private final Optional<Path> passphraseFile;
 
   private DhvVolumes(Mode mode, DhvRequest req, DhvStore store, Backend backend, NodeEngine engine,
-      Supplier<String> storageNode) {
+      Supplier<String> storageNode, Optional<Path> passphraseFile) {
+    this.passphraseFile = passphraseFile;
     this.mode = mode;
     this.req = req;
     this.store = store;
@@ -83,9 +87,11 @@ final class DhvVolumes implements AutoCloseable {
    *
    * @param storageNode this node's identity on network storage (qnap: its iSCSI initiator name), read
    *     only when the backend publishes
+   * @param passphraseFile where encrypted volumes' passphrase is ({@link PassphraseFile}), if the plugin
+   *     was installed with one
    */
   static DhvVolumes open(String driver, Mode mode, Path dataDir, Map<String, String> options, DhvRequest req,
-      DhvStore store, Supplier<String> storageNode) {
+      DhvStore store, Supplier<String> storageNode, Optional<Path> passphraseFile) {
     if (driver.equals("qnap")) {
       List<String> chap = options.keySet().stream().filter(k -> k.contains("chap")).sorted().toList();
       if (!chap.isEmpty()) {
@@ -96,11 +102,21 @@ final class DhvVolumes implements AutoCloseable {
     }
     NodeJournal journal = NodeJournal.open(store.journalDir(req.nodeId(), req.volumeId()));
     Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, journal.usage()));
-    return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal), storageNode);
+    return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal), storageNode,
+        passphraseFile);
   }
 
   Set<String> knownParameters() {
     return controller.knownParameters();
+  }
+
+  private DhvParameters parameters(Map<String, String> given) {
+    return DhvParameters.parse(given, knownParameters(), passphraseFile.isPresent());
+  }
+
+  /** What a CO would send as an encrypted volume's secrets: the passphrase file's, read now. */
+  private Map<String, String> secrets(DhvParameters params) {
+    return params.encrypted() ? PassphraseFile.secrets(passphraseFile.orElseThrow()) : Map.of();
   }
 
   // ---- create ----------------------------------------------------------------------------------
@@ -111,7 +127,7 @@ final class DhvVolumes implements AutoCloseable {
    * (and grows the filesystem too where this node has the volume published).
    */
   Map<String, Object> create() {
-    DhvParameters params = DhvParameters.parse(req.parameters(), knownParameters());
+    DhvParameters params = parameters(req.parameters());
     Optional<DhvRecord> before = store.read(req.volumeId());
     DhvRecord base = before.orElseGet(() -> DhvRecord.of(req));
     // The intent, synced before anything is provisioned: what a delete needs to find and finish a
@@ -150,7 +166,7 @@ final class DhvVolumes implements AutoCloseable {
       mount(info, AccessMode.SINGLE_NODE_WRITER, false, params);
       out.put("path", req.mountPath().toString());
     } else if (rec.publishedOn().equals(Optional.of(req.nodeId()))) {
-      growWherePublished(info);
+      growWherePublished(info, params);
     }
     out.put("bytes", info.capacityBytes());
     return out;
@@ -224,14 +240,14 @@ final class DhvVolumes implements AutoCloseable {
 
   private Provisioned createOrFind(DhvRecord rec, DhvParameters params) {
     try {
-      return controller.provisionVolume(request(rec, rec.capacity(), params));
+      return provisionVolume(rec, rec.capacity(), params);
     } catch (CsiException e) {
       if (e.kind() != CsiException.Kind.ALREADY_EXISTS) {
         throw e;
       }
       // It exists with a size outside the asked range (an update that grows it): take it as it is;
       // anything else incompatible (another fsType) is refused again here, with the backend's words.
-      return controller.provisionVolume(request(rec, CapacityRange.UNSPECIFIED, params));
+      return provisionVolume(rec, CapacityRange.UNSPECIFIED, params);
     }
   }
 
@@ -248,9 +264,19 @@ final class DhvVolumes implements AutoCloseable {
     return grown;
   }
 
-  private static VolumeRequest request(DhvRecord rec, CapacityRange range, DhvParameters params) {
-    return new VolumeRequest(rec.backendName(), range, Set.of(AccessType.MOUNT), Optional.empty(), params.backend(),
-        Optional.empty(), List.of(), List.of());
+  /** The backend's CreateVolume; an encrypted volume's with its passphrase, zeroed after the call. */
+  private Provisioned provisionVolume(DhvRecord rec, CapacityRange range, DhvParameters params) {
+    if (!params.encrypted()) {
+      return controller.provisionVolume(new VolumeRequest(rec.backendName(), range, Set.of(AccessType.MOUNT),
+          Optional.empty(), params.backend(), Optional.empty(), List.of(), List.of()));
+    }
+    controller.encryptionUnavailable().ifPresent(why -> {
+      throw DhvException.invalid("parameter " + Encryption.PARAMETER + "=on cannot be honoured: " + why);
+    });
+    try (Passphrase key = Encryption.passphrase("create", secrets(params))) {
+      return controller.provisionVolume(new VolumeRequest(rec.backendName(), range, Set.of(AccessType.MOUNT),
+          Optional.empty(), params.backend(), Optional.empty(), List.of(), List.of(), Optional.of(key)));
+    }
   }
 
   // ---- delete ----------------------------------------------------------------------------------
@@ -300,7 +326,7 @@ final class DhvVolumes implements AutoCloseable {
    */
   private Optional<String> finishCreateForDelete(DhvRecord rec) {
     try {
-      return Optional.of(provision(rec, DhvParameters.parse(rec.parameters(), knownParameters())).id());
+      return Optional.of(provision(rec, parameters(rec.parameters())).id());
     } catch (CsiException e) {
       if (List.of(CsiException.Kind.INVALID_ARGUMENT, CsiException.Kind.OUT_OF_RANGE,
           CsiException.Kind.RESOURCE_EXHAUSTED).contains(e.kind())) {
@@ -341,7 +367,7 @@ final class DhvVolumes implements AutoCloseable {
               + " does not exist"));
       admitted = controller.publishes() && fence(backendId);
       mount(info, accessMode(req.accessMode()), req.readOnly(),
-          DhvParameters.parse(rec.parameters(), knownParameters()));
+          parameters(rec.parameters()));
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("path", req.mountPath().toString());
       out.put("bytes", info.capacityBytes());
@@ -555,8 +581,8 @@ final class DhvVolumes implements AutoCloseable {
       fence(info.id()); // deferred: publish did, before its claim was recorded
     }
     List<String> flags = readOnly && !accessMode.readOnly() ? List.of("ro") : List.of();
-    NodeEngine.StageSpec spec = new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context()), path,
-        AccessType.MOUNT, info.fsType(), flags, accessMode);
+    NodeEngine.StageSpec spec = new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context(), secrets(params)),
+        path, AccessType.MOUNT, info.fsType(), flags, accessMode);
     engine.stage(spec);
     if (!spec.mode().readOnly() && !flags.contains("ro")) {
       growIfNeeded(spec);
@@ -565,12 +591,13 @@ final class DhvVolumes implements AutoCloseable {
   }
 
   /** Deferred mode: a create that grew a volume published here grows its filesystem too (if mounted writable). */
-  private void growWherePublished(VolumeInfo info) {
+  private void growWherePublished(VolumeInfo info, DhvParameters params) {
     Path path = canonicalMountPath();
     engine.journal().get(info.id()).flatMap(v -> v.staging(path)).ifPresent(staging -> {
       AccessMode m = staging.mode().orElse(AccessMode.SINGLE_NODE_WRITER);
       if (!m.readOnly() && !staging.mountFlags().contains("ro")) {
-        growIfNeeded(new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context()), path, AccessType.MOUNT,
+        growIfNeeded(new NodeEngine.StageSpec(new VolumeRef(info.id(), info.context(), secrets(params)), path,
+            AccessType.MOUNT,
             info.fsType(), staging.mountFlags(), m));
       }
     });
@@ -592,7 +619,8 @@ final class DhvVolumes implements AutoCloseable {
       return;
     }
     StagedVolume v = staged.get();
-    backend.node().refresh(v.ref());
+    Map<String, String> secrets = spec.volume().secrets();
+    backend.node().refresh(new VolumeRef(backendId, v.ref().context(), secrets));
     Path device = v.device().get();
     FsType fs = FsType.parse(v.fsType()).orElseThrow();
     long fsBytes = Filesystems.size(device, fs);
@@ -601,7 +629,7 @@ final class DhvVolumes implements AutoCloseable {
       return;
     }
     try {
-      engine.expand(backendId, path);
+      engine.expand(backendId, path, Optional.empty(), Optional.empty(), secrets);
     } catch (RuntimeException online) {
       if (fs != FsType.EXT4 || !mountedOnlyAt(device, path)) {
         throw online;

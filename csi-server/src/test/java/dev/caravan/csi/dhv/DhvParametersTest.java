@@ -7,20 +7,28 @@ import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** The Dynamic Host Volume plugin's parameters: what it refuses about encryption. */
+/** The Dynamic Host Volume plugin's parameters: encryption needs the plugin's passphrase file. */
 class DhvParametersTest {
   @Test
-  void encryptionOnIsRefusedNamingWhyEvenWhenTheBackendEncrypts() {
+  void encryptionOnWithoutAPassphraseFileIsRefusedNamingWhereOneComesFrom() {
     assertThatThrownBy(() -> DhvParameters.parse(Map.of("encryption", "on"), Set.of("encryption", "fsType")))
         .isInstanceOfSatisfying(DhvException.class, e -> {
           assertThat(e.exitStatus()).isEqualTo(DhvException.INVALID);
-          assertThat(e.getMessage()).contains("encryption=on").contains("no secrets");
+          assertThat(e.getMessage()).contains("encryption=on", "no secrets", "--passphrase-file");
         });
   }
 
   @Test
+  void encryptionOnWithAPassphraseFileGoesToTheBackend() {
+    DhvParameters p = DhvParameters.parse(Map.of("encryption", "on", "mode", "0700"), Set.of("encryption"), true);
+    assertThat(p.encrypted()).isTrue();
+    assertThat(p.backend()).containsExactly(Map.entry("encryption", "on"));
+  }
+
+  @Test
   void encryptionOffGoesToTheBackendThatKnowsIt() {
-    assertThat(DhvParameters.parse(Map.of("encryption", "off", "mode", "0750"), Set.of("encryption")).backend())
-        .containsExactly(Map.entry("encryption", "off"));
+    DhvParameters p = DhvParameters.parse(Map.of("encryption", "off", "mode", "0750"), Set.of("encryption"));
+    assertThat(p.encrypted()).isFalse();
+    assertThat(p.backend()).containsExactly(Map.entry("encryption", "off"));
   }
 }

@@ -116,6 +116,43 @@ class DhvPluginOnLocalTest {
   }
 
   @Test
+  void anEncryptedZvolTakesItsPassphraseFromThePluginsFileAndNowhereElse() throws IOException {
+    String passphrase = "dhv-zvol-passphrase-Rt58";
+    Path keyFile = work.resolve("dhv.key");
+    Files.writeString(keyFile, passphrase + "\n");
+    Files.setPosixFilePermissions(keyFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    Volume v = volume("secret", 32 * MIB).withParameters("{\"encryption\":\"on\"}");
+
+    Outcome noFile = run("immediate", DhvEnv.create(nodeA, v));
+    assertThat(noFile.status()).as(noFile.toString()).isEqualTo(DhvException.INVALID);
+    assertThat(noFile.stdout()).contains("--passphrase-file");
+    assertThat(zvols()).as("a refused create makes nothing").isEmpty();
+
+    Map<String, Object> created = ok("immediate", "create", DhvEnv.create(nodeA, v), "--passphrase-file",
+        keyFile.toString());
+    Path path = nodeA.volumesDir().resolve(v.id());
+    assertThat(created).containsEntry("path", path.toString());
+    String zvol = zvols().getFirst();
+    assertThat(zfs("get", "-H", "-o", "value", "encryption", zvol)).isNotEqualTo("off");
+    assertThat(zfs("get", "-H", "-o", "value", "keystatus", zvol)).isEqualTo("available");
+    Files.writeString(path.resolve("data.txt"), "kept");
+    // What a reboot takes away, the create at agent start puts back, with the file's passphrase.
+    assertThat(Mounts.unmount(path)).isTrue();
+    zfs("unload-key", zvol);
+    assertThat(ok("immediate", "create", DhvEnv.create(nodeA, v), "--passphrase-file", keyFile.toString()))
+        .isEqualTo(created);
+    assertThat(Files.readString(path.resolve("data.txt"))).isEqualTo("kept");
+
+    try (var files = Files.walk(dataDir)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        assertThat(Files.readString(f, StandardCharsets.ISO_8859_1)).as(f.toString()).doesNotContain(passphrase);
+      }
+    }
+    ok("immediate", "delete", DhvEnv.delete(nodeA, v, path.toString()), "--passphrase-file", keyFile.toString());
+    assertThat(zvols()).isEmpty();
+  }
+
+  @Test
   void aFailedCreateNeverDestroysAZvolItFoundHoldingData() throws IOException {
     Volume v = volume("found", 16 * MIB);
     Map<String, Object> created = ok("immediate", "create", DhvEnv.create(nodeA, v));
@@ -192,9 +229,10 @@ class DhvPluginOnLocalTest {
 
   private record Outcome(int status, String stdout) {}
 
-  private Outcome run(String mode, Map<String, String> env) {
+  private Outcome run(String mode, Map<String, String> env, String... more) {
     List<String> args = new ArrayList<>(List.of("--driver", "local", "--mode", mode, "--data-dir", dataDir.toString(),
         "--option", "pools=" + POOL, "--option", "parent-dataset=" + parent, "--option", "device-wait-seconds=60"));
+    args.addAll(List.of(more));
     args.add(env.get("DHV_OPERATION"));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int status;
@@ -205,9 +243,9 @@ class DhvPluginOnLocalTest {
   }
 
   @SuppressWarnings("unchecked") // the plugin's answer is one JSON object
-  private Map<String, Object> ok(String mode, String op, Map<String, String> env) {
+  private Map<String, Object> ok(String mode, String op, Map<String, String> env, String... more) {
     assertThat(env.get("DHV_OPERATION")).isEqualTo(op);
-    Outcome o = run(mode, env);
+    Outcome o = run(mode, env, more);
     assertThat(o.status()).as(o.toString()).isZero();
     return (Map<String, Object>) dev.caravan.csi.support.Json.parse(o.stdout());
   }
