@@ -23,7 +23,7 @@ public final class EmptyDevices {
 
     /**
      * Writes the format to {@code device}, which was just probed and holds nothing; runs holding the
-     * device's lock. It checks what it wrote and throws when that is not the format.
+     * device's lock, and throws when the format could not be written.
      */
     void writeTo(Path device);
 
