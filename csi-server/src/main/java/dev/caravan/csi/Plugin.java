@@ -3,6 +3,7 @@ package dev.caravan.csi;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.backend.file.FileBackend;
 import dev.caravan.csi.iscsi.IscsiGc;
@@ -26,6 +27,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 
@@ -43,20 +45,25 @@ public final class Plugin implements AutoCloseable {
    * @param maxVolumes NodeGetInfo's max_volumes_per_node (0 = unlimited)
    * @param allowedRoots the directories below which the node service stages and publishes; empty for
    *     the default that the socket implies ({@link AllowedRoots#defaultFor})
+   * @param keyCosts what the keys of encrypted volumes made from now on cost ({@code --luks-iter-time},
+   *     {@code --zfs-pbkdf2-iters})
    */
   public record Settings(
       String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
-      long maxVolumes, Map<String, String> options, ObserveSettings observe, List<Path> allowedRoots) {
+      long maxVolumes, Map<String, String> options, ObserveSettings observe, List<Path> allowedRoots,
+      KeyCosts keyCosts) {
     public Settings {
       options = Map.copyOf(options);
       allowedRoots = List.copyOf(allowedRoots);
+      Objects.requireNonNull(keyCosts, "keyCosts");
     }
 
-    /** With the default allowed roots. */
+    /** With the default allowed roots and key costs. */
     public Settings(
         String driver, Path socket, String nodeId, Path dataDir, Path journalDir, String pluginName,
         long maxVolumes, Map<String, String> options, ObserveSettings observe) {
-      this(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe, List.of());
+      this(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe, List.of(),
+          KeyCosts.DEFAULT);
     }
 
     /** Without the observe HTTP server and metrics. */
@@ -73,13 +80,19 @@ public final class Plugin implements AutoCloseable {
 
     public Settings withObserve(ObserveSettings o) {
       return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, o,
-          allowedRoots);
+          allowedRoots, keyCosts);
     }
 
     /** These roots instead of the default that the socket implies; an empty list restores the default. */
     public Settings withAllowedRoots(List<Path> roots) {
       return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe,
-          roots);
+          roots, keyCosts);
+    }
+
+    /** The cost of the keys of encrypted volumes made from now on ({@code --luks-iter-time}, ...). */
+    public Settings withKeyCosts(KeyCosts costs) {
+      return new Settings(driver, socket, nodeId, dataDir, journalDir, pluginName, maxVolumes, options, observe,
+          allowedRoots, costs);
     }
 
     /** The allowed roots the plugin uses: the configured ones, else the default for the socket. */
@@ -134,7 +147,7 @@ public final class Plugin implements AutoCloseable {
       options.putIfAbsent(FileBackend.NODE_SCOPED_IDS, "true");
     }
     Backend backend = Backends.open(
-        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), options, journal.usage()));
+        s.driver(), new BackendConfig(s.nodeId(), s.dataDir(), options, journal.usage(), s.keyCosts()));
     Observability observability = null;
     AutoCloseable sweeper = () -> {};
     Peering peering = null;

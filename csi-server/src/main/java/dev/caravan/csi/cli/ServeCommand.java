@@ -1,6 +1,7 @@
 package dev.caravan.csi.cli;
 
 import dev.caravan.csi.Plugin;
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.drivers.Backends;
 import dev.caravan.csi.config.Body;
 import dev.caravan.csi.config.ConfigException;
@@ -16,7 +17,9 @@ import dev.caravan.csi.peer.PeerSettings;
 import dev.caravan.csi.server.Endpoint;
 import dev.caravan.csi.service.IdentityService;
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.iscsi.Iscsi;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -119,6 +122,18 @@ final class ServeCommand implements Callable<Integer> {
       Flag.text("--placement-reserve", "SIZE", "Free space host=auto keeps back on"
           + " this node, e.g. 10GiB (default: 0).",
           (c, v) -> c.placementReserve = v),
+      Flag.number("--luks-iter-time", "MS", "file only: how long, in milliseconds of this node's time, opening"
+          + " the LUKS2 key slot of an encrypted volume takes (cryptsetup's --iter-time: argon2id benchmarked to it,"
+          + " within 256 MiB), 1 to 60000 (default: 1000). More costs each stage that much time, and each guess"
+          + " at the passphrase more. Applies to volumes formatted afterwards (at their first stage); a volume"
+          + " keeps what its header records.",
+          (c, v) -> c.luksIterTime = v),
+      Flag.number("--zfs-pbkdf2-iters", "COUNT", "local only: the pbkdf2iters of new encrypted volumes (zfs create"
+          + " -o pbkdf2iters), PBKDF2 rounds from the passphrase to the wrapping key, " + Pbkdf2Iters.MINIMUM
+          + " (OpenZFS's minimum) to " + Pbkdf2Iters.MAXIMUM + " (default: " + Pbkdf2Iters.DEFAULT.count() + ")."
+          + " More costs each stage's key load that much work, and each guess at the passphrase more. Applies to"
+          + " volumes created afterwards; a volume keeps what its dataset records.",
+          (c, v) -> c.zfsPbkdf2Iters = v),
       Flag.number("--iscsi-gc-interval-seconds", "SECONDS", "qnap only: how often the sweeper looks, 10 to 3600 (default: 60).",
           (c, v) -> c.iscsiGcInterval = v),
       Flag.number("--iscsi-gc-grace-seconds", "SECONDS", "qnap only: how long a session must be seen unused before it is logged out, 60 to 86400"
@@ -156,6 +171,8 @@ final class ServeCommand implements Callable<Integer> {
   Path peerTlsKey;
   Path peerTlsCa;
   String placementReserve;
+  Long luksIterTime;
+  Long zfsPbkdf2Iters;
   Long iscsiGcInterval;
   Long iscsiGcGrace;
   Path config;
@@ -287,6 +304,17 @@ final class ServeCommand implements Callable<Integer> {
       System.err.println("caravan: " + e.getMessage());
       return 2;
     }
+    KeyCosts keyCosts;
+    try {
+      keyCosts = new KeyCosts(luksCost(), KeyCosts.DEFAULT.zfs());
+    } catch (FlagException e) {
+      return usage("--luks-iter-time", e.getMessage());
+    }
+    try {
+      keyCosts = new KeyCosts(keyCosts.luks(), zfsCost());
+    } catch (FlagException e) {
+      return usage("--zfs-pbkdf2-iters", e.getMessage());
+    }
     JournalPlace journal = JournalPlace.choose(journalDir, data);
     try {
       int moved = journal.migrate();
@@ -299,7 +327,7 @@ final class ServeCommand implements Callable<Integer> {
     Plugin plugin;
     try {
       plugin = Plugin.start(new Plugin.Settings(drv, socket, node, data, journal.dir(), name, max, backendOptions, observe)
-          .withAllowedRoots(List.copyOf(allowedRoots)), gc, peering);
+          .withAllowedRoots(List.copyOf(allowedRoots)).withKeyCosts(keyCosts), gc, peering);
     } catch (IllegalArgumentException | IllegalStateException | IOException e) {
       String where = applied == null ? "" : applied.whereBackend(String.valueOf(e.getMessage()));
       System.err.println("caravan: " + where + "cannot start: " + e.getMessage());
@@ -361,6 +389,40 @@ final class ServeCommand implements Callable<Integer> {
         .withTls(Optional.ofNullable(httpTlsCert), Optional.ofNullable(httpTlsKey), Optional.ofNullable(httpTlsClientCa));
     http.check();
     return new ObserveSettings(metricsOn, Optional.of(http), UsageCollector.Settings.defaults(), nomad);
+  }
+
+  /**
+   * The LUKS2 key slot cost of new encrypted file volumes: {@code --luks-iter-time}, else the default.
+   *
+   * @throws FlagException naming the flag and its rule for a value out of range
+   */
+  KeySlotCost luksCost() {
+    if (luksIterTime == null) {
+      return KeySlotCost.DEFAULT;
+    }
+    long ms = luksIterTime;
+    if (ms < KeySlotCost.MIN_ITER_TIME_MS || ms > KeySlotCost.MAX_ITER_TIME_MS) {
+      throw new FlagException("--luks-iter-time '" + ms + "' must be a whole number of milliseconds from "
+          + KeySlotCost.MIN_ITER_TIME_MS + " to " + KeySlotCost.MAX_ITER_TIME_MS);
+    }
+    return KeySlotCost.iterTime(Duration.ofMillis(ms));
+  }
+
+  /**
+   * The pbkdf2iters of new encrypted local volumes: {@code --zfs-pbkdf2-iters}, else the default.
+   *
+   * @throws FlagException naming the flag and its rule for a value out of range
+   */
+  Pbkdf2Iters zfsCost() {
+    if (zfsPbkdf2Iters == null) {
+      return Pbkdf2Iters.DEFAULT;
+    }
+    long n = zfsPbkdf2Iters;
+    if (n < Pbkdf2Iters.MINIMUM || n > Pbkdf2Iters.MAXIMUM) {
+      throw new FlagException("--zfs-pbkdf2-iters '" + n + "' must be from " + Pbkdf2Iters.MINIMUM
+          + " (OpenZFS's minimum) to " + Pbkdf2Iters.MAXIMUM);
+    }
+    return new Pbkdf2Iters(n);
   }
 
   /** Where {@code drv}'s state lives without {@code --data-dir}; doctor checks the same place. */

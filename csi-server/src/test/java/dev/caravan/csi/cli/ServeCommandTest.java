@@ -1,10 +1,15 @@
 package dev.caravan.csi.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.storage.crypt.KeySlotCost;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,6 +51,39 @@ class ServeCommandTest {
     assertThat(dir.resolve("csi.sock")).doesNotExist();
     assertThat(usage().replaceAll("\\s+", " "))
         .contains("--iscsi-iface=NAME", "/etc/iscsi/ifaces", "initiatorname");
+  }
+
+  @Test
+  void theKeyCostFlagsSetNewVolumesCostsAndRefuseValuesOutOfRangeBeforeStarting(@TempDir Path dir)
+      throws Exception {
+    ServeCommand none = ServeCommand.parse().orElseThrow();
+    assertThat(none.luksCost()).isEqualTo(KeySlotCost.DEFAULT);
+    assertThat(none.zfsCost()).isEqualTo(Pbkdf2Iters.DEFAULT);
+    ServeCommand set = ServeCommand.parse("--luks-iter-time=1", "--zfs-pbkdf2-iters", "100000").orElseThrow();
+    assertThat(set.luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(1)));
+    assertThat(set.zfsCost()).isEqualTo(new Pbkdf2Iters(100_000));
+
+    String[] common = {"--endpoint=unix://" + dir.resolve("csi.sock"), "--http-listen=off",
+        "--data-dir=" + dir.resolve("data")};
+    for (String bad : List.of("--luks-iter-time=0", "--luks-iter-time=60001", "--zfs-pbkdf2-iters=99999",
+        "--zfs-pbkdf2-iters=2147483648")) {
+      ServeCommand serve = ServeCommand.parse(concat(common, bad)).orElseThrow();
+      String flag = bad.substring(0, bad.indexOf('='));
+      assertThatThrownBy(() -> {
+        serve.luksCost();
+        serve.zfsCost();
+      }).as(bad)
+          .isInstanceOf(FlagException.class)
+          .hasMessageStartingWith(flag + " '" + bad.substring(bad.indexOf('=') + 1) + "' must be");
+      assertThat(serve.call()).as(bad).isEqualTo(2);
+    }
+    assertThatThrownBy(() -> ServeCommand.parse(concat(common, "--luks-iter-time=fast")))
+        .isInstanceOf(FlagException.class)
+        .hasMessage("--luks-iter-time: 'fast' is not a whole number");
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+    assertThat(usage().replaceAll("\\s+", " "))
+        .contains("--luks-iter-time=MS", "--iter-time", "1 to 60000 (default: 1000)")
+        .contains("--zfs-pbkdf2-iters=COUNT", "100000 (OpenZFS's minimum)", "(default: 350000)");
   }
 
   private static String usage() {

@@ -1,5 +1,8 @@
 package dev.caravan.csi.cli;
 
+import dev.caravan.storage.crypt.KeySlotCost;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
+import java.time.Duration;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.ByteArrayOutputStream;
@@ -164,6 +167,24 @@ class ServeConfigTest {
       assertThat(r.err()).as(c.text()).startsWith("caravan: " + dir.resolve("bad.hcl") + ":" + c.line() + ": ")
           .contains(c.rule()).doesNotContain("\tat ").doesNotContain("Exception");
     }
+  }
+
+  @Test
+  void theKeyCostsComeFromTheFileAndAValueOutOfRangeNamesItsLineTheFlagAndTheRule() throws Exception {
+    Run ok = apply("costs.hcl", "luks_iter_time = 5\nzfs_pbkdf2_iters = 200000\n");
+    assertThat(ok.exit()).isZero();
+    assertThat(ok.serve().luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(5)));
+    assertThat(ok.serve().zfsCost()).isEqualTo(new Pbkdf2Iters(200_000));
+
+    Path file = dir.resolve("low.hcl");
+    Files.writeString(file, "driver = \"local\"\nhttp_listen = \"off\"\n\nzfs_pbkdf2_iters = 99999\n");
+    ServeCommand serve = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"))
+        .orElseThrow();
+    Run r = captured(serve, serve);
+    assertThat(r.exit()).isEqualTo(2);
+    assertThat(r.err()).contains(file + ":4: zfs_pbkdf2_iters: --zfs-pbkdf2-iters '99999' must be from 100000"
+        + " (OpenZFS's minimum) to 2147483647");
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
   }
 
   @Test

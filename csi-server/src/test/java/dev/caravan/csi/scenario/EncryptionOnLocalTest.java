@@ -117,6 +117,8 @@ class EncryptionOnLocalTest {
     String dataset = dataset(v);
     assertThat(v.getVolumeContextMap()).containsEntry("encryption", "on");
     assertThat(Zfs.get("encryption", dataset)).isEqualTo("aes-256-gcm");
+    assertThat(Zfs.get("pbkdf2iters", dataset)).as("the plugin's --zfs-pbkdf2-iters")
+        .isEqualTo(Long.toString(TestBackend.KEY_COSTS.zfs().count()));
     assertThat(Zfs.get("keyformat", dataset)).isEqualTo("passphrase");
     assertThat(Zfs.get("keylocation", dataset)).isEqualTo("prompt");
     assertThat(Zfs.get("keystatus", dataset)).as("no key loaded until a stage").isEqualTo("unavailable");

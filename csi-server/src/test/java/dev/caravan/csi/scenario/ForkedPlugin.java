@@ -55,7 +55,10 @@ public final class ForkedPlugin implements AutoCloseable {
     command.addAll(List.of("-D" + CrashPoints.PROPERTY + "=" + crashAt, "dev.caravan.csi.cli.Main", "serve",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
         "--data-dir", s.dataDir().toString(), "--journal-dir", s.journalDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", httpListen,
-        "--config", config.toString()));
+        "--config", config.toString(),
+        // Only the iteration time is a flag: the memory ceiling and threads are the defaults.
+        "--luks-iter-time=" + s.keyCosts().luks().iterTime().toMillis(),
+        "--zfs-pbkdf2-iters=" + s.keyCosts().zfs().count()));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
     builder.environment().putAll(env);
     Process process = builder.start();

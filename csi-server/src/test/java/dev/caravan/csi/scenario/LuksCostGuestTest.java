@@ -3,6 +3,7 @@ package dev.caravan.csi.scenario;
 import static dev.caravan.csi.scenario.Caps.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
@@ -10,6 +11,7 @@ import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.file.SparseFiles;
 import dev.caravan.storage.testing.HostRequirements;
@@ -39,7 +41,9 @@ class LuksCostGuestTest {
   void stageAndUnstageEncryptedAgainstPlain() throws IOException {
     HostRequirements.assumeDmCrypt();
     for (boolean encrypted : new boolean[] {false, true}) {
-      try (PluginFixture f = PluginFixture.start(encrypted ? TestBackend.fileEncrypted() : TestBackend.file())) {
+      // What an operator gets: the default key costs, not the tests' least.
+      try (PluginFixture f = PluginFixture.start(encrypted ? TestBackend.fileEncrypted() : TestBackend.file(),
+          s -> s.withKeyCosts(KeyCosts.DEFAULT))) {
         VolumeCapability cap = Caps.mount("ext4");
         CreateVolumeRequest.Builder create = CreateVolumeRequest.newBuilder().setName("cost")
             .addVolumeCapabilities(cap).setCapacityRange(Caps.bytes(64 * MIB)).putSecrets("encryptionPassphrase", PASSPHRASE);
@@ -84,7 +88,7 @@ class LuksCostGuestTest {
     LoopDevice loop = LoopDevices.attach(image, false);
     String name = Luks2.mappingName("cost-" + System.nanoTime());
     try {
-      Luks2.formatIfEmpty(loop.device(), KEY);
+      Luks2.formatIfEmpty(loop.device(), KEY, KeySlotCost.DEFAULT);
       List<Long> openIn = new ArrayList<>();
       List<Long> closeIn = new ArrayList<>();
       List<Long> openOut = new ArrayList<>();

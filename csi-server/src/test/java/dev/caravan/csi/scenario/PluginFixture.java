@@ -105,7 +105,8 @@ public final class PluginFixture implements AutoCloseable {
   public Plugin.Settings settings() {
     Plugin.Settings base = Plugin.Settings.of(backend.driver(), socket, backend.nodeId(), data);
     return customize.apply(new Plugin.Settings(base.driver(), base.socket(), base.nodeId(), base.dataDir(),
-        base.journalDir(), base.pluginName(), base.maxVolumes(), backend.options(work)));
+        base.journalDir(), base.pluginName(), base.maxVolumes(), backend.options(work))
+        .withKeyCosts(TestBackend.KEY_COSTS));
   }
 
   public void startPlugin() throws IOException {
@@ -235,7 +236,7 @@ public final class PluginFixture implements AutoCloseable {
     customize = s -> {
       Plugin.Settings b = before.apply(s);
       return new Plugin.Settings(b.driver(), b.socket(), b.nodeId(), b.dataDir(), journal, b.pluginName(),
-          b.maxVolumes(), b.options(), b.observe());
+          b.maxVolumes(), b.options(), b.observe()).withKeyCosts(b.keyCosts());
     };
   }
 

@@ -2,14 +2,18 @@ package dev.caravan.csi.scenario;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.testing.GuestCommands;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.testing.GuestIscsi;
 import dev.caravan.storage.testing.HostRequirements;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -39,6 +43,16 @@ public abstract class TestBackend {
   public static TestBackend fileEncrypted() {
     return new FileTestBackend(true);
   }
+
+  /**
+   * The key costs every test plugin runs with: the least each mechanism accepts through serve's flags
+   * ({@code --luks-iter-time=1}, {@code --zfs-pbkdf2-iters=100000}). What the tests check does not
+   * depend on it, and under emulation the defaults cost seconds per format, create and stage;
+   * host-storage's {@code Luks2Test} and {@code ZfsEncryptionGuestTest} check the defaults.
+   */
+  public static final KeyCosts KEY_COSTS =
+      new KeyCosts(KeySlotCost.iterTime(Duration.ofMillis(KeySlotCost.MIN_ITER_TIME_MS)),
+          new Pbkdf2Iters(Pbkdf2Iters.MINIMUM));
 
   /** The passphrase of the encrypted test backends' volumes. */
   public static final String ENCRYPTION_PASSPHRASE = "kill-matrix-passphrase-Zq9";

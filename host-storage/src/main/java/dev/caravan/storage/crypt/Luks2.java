@@ -3,9 +3,8 @@ package dev.caravan.storage.crypt;
 import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.StorageException;
-import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.block.BlockDevices;
-import dev.caravan.storage.block.Probe;
+import dev.caravan.storage.block.EmptyDevices;
 import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.internal.crypt.Cryptsetups;
 import dev.caravan.storage.internal.sys.Errno;
@@ -40,9 +39,6 @@ public final class Luks2 {
   public static final long HEADER_BYTES = 16L << 20;
   private static final String PREFIX = "caravan-";
   private static final String LUKS_TYPE = "crypto_LUKS";
-  // argon2id benchmarked to one second of this host's time, within 256 MiB: a node that stages
-  // many volumes at once needs that much memory for each one being opened.
-  private static final Cryptsetups.Pbkdf PBKDF = new Cryptsetups.Pbkdf(1000, 256 * 1024, 4);
 
   /** What {@link #formatIfEmpty} did. */
   public enum FormatOutcome {
@@ -88,49 +84,51 @@ public final class Luks2 {
   }
 
   /**
-   * Writes a LUKS2 header with one key slot for {@code passphrase} to {@code device}, when the
-   * device holds nothing. Probed the way {@link dev.caravan.storage.fs.Filesystems#formatIfEmpty}
-   * probes, through an {@code O_EXCL} descriptor:
+   * Writes a LUKS2 header with one key slot for {@code passphrase}, of the work {@code cost} asks
+   * for, to {@code device} when the device holds nothing. It goes through {@link
+   * EmptyDevices#formatIfEmpty}, the step every format of a device takes, which holds the device's
+   * lock (a filesystem and a LUKS2 header wanted on one device at once are decided one after the
+   * other) and probes through an {@code O_EXCL} descriptor:
    *
    * <ul>
    *   <li>a LUKS2 header is left as it is ({@link FormatOutcome#ALREADY_LUKS2}), whatever
-   *       passphrase opens it: {@link #open} checks that;
+   *       passphrase opens it ({@link #open} checks that) and whatever work its slots record;
    *   <li>any other signature (a filesystem, a partition table, a LUKS1 header) is refused with a
-   *       {@link DataPresentException} naming it;
+   *       {@link DataPresentException} naming it; so is a device whose probe cannot read it;
    *   <li>a device that is mounted or claimed by another exclusive opener and holds no LUKS2 header
    *       is refused without writing.
    * </ul>
    */
-  public static FormatOutcome formatIfEmpty(Path device, byte[] passphrase) {
+  public static FormatOutcome formatIfEmpty(Path device, byte[] passphrase, KeySlotCost cost) {
     Objects.requireNonNull(device, "device");
-    Objects.requireNonNull(passphrase, "passphrase");
+    Objects.requireNonNull(cost, "cost");
     requirePassphrase(passphrase);
     Cryptsetups.requireLibrary();
-    Signature found;
-    try {
-      found = Probe.probeExclusive(device);
-    } catch (SyscallException e) {
-      if (e.errno() != Errno.EBUSY) {
-        throw e;
-      }
-      if (isLuks2(device, Probe.probe(device))) {
-        return FormatOutcome.ALREADY_LUKS2;
-      }
-      throw new StorageException(
-          "refusing to format "
-              + device
-              + " as LUKS2: it is in use (mounted, or held open exclusively by another program)",
-          e);
-    }
-    if (isLuks2(device, found)) {
-      return FormatOutcome.ALREADY_LUKS2;
-    }
-    if (!found.isEmpty()) {
-      String what = found.type().equals(Optional.of(LUKS_TYPE)) ? "a LUKS header libcryptsetup cannot load as LUKS2" : found.describe();
-      throw new DataPresentException(device, what);
-    }
-    check(Cryptsetups.format(device.toString(), passphrase, PBKDF), "format as LUKS2", device);
-    return FormatOutcome.FORMATTED;
+    Cryptsetups.Pbkdf pbkdf =
+        new Cryptsetups.Pbkdf(
+            (int) cost.iterTime().toMillis(), cost.memoryKiB(), cost.parallelThreads());
+    EmptyDevices.Format luks2 =
+        new EmptyDevices.Format() {
+          @Override
+          public boolean isOn(Path dev, Signature found) {
+            return isLuks2(dev, found);
+          }
+
+          @Override
+          public void writeTo(Path dev) {
+            check(Cryptsetups.format(dev.toString(), passphrase, pbkdf), "format as LUKS2", dev);
+          }
+
+          @Override
+          public String describe(Path dev, Signature found) {
+            return found.type().equals(Optional.of(LUKS_TYPE))
+                ? "a LUKS header libcryptsetup cannot load as LUKS2"
+                : found.describe();
+          }
+        };
+    return EmptyDevices.formatIfEmpty(device, luks2)
+        ? FormatOutcome.FORMATTED
+        : FormatOutcome.ALREADY_LUKS2;
   }
 
   /**

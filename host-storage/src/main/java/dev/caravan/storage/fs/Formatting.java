@@ -4,7 +4,7 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
 import dev.caravan.storage.ToolException;
-import dev.caravan.storage.block.BlockDevices;
+import dev.caravan.storage.block.EmptyDevices;
 import dev.caravan.storage.block.Probe;
 import dev.caravan.storage.block.Signature;
 import dev.caravan.storage.exec.ToolRunner;
@@ -16,8 +16,9 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * {@link Filesystems#formatIfEmpty}: probe, mkfs and probe again, under the device's lock. The step
- * between the first probe and mkfs is open to tests, which change the device there.
+ * {@link Filesystems#formatIfEmpty}: mkfs as the format {@link EmptyDevices#formatIfEmpty} writes
+ * (it takes the device's lock and probes), then probe again. The step between the first probe and
+ * mkfs is open to tests, which change the device there.
  */
 final class Formatting {
   private static final Duration TOOL_TIMEOUT = Duration.ofMinutes(10);
@@ -36,28 +37,26 @@ final class Formatting {
   static FormatOutcome formatIfEmpty(
       Path device, FsType type, List<String> mkfsOptions, Runnable beforeMkfs) {
     List<String> command = MkfsCommand.of(type, mkfsOptions, device);
-    return DeviceLocks.holding(
-        BlockDevices.majorMinor(device), () -> formatLocked(device, type, command, beforeMkfs));
+    EmptyDevices.Format mkfs =
+        new EmptyDevices.Format() {
+          @Override
+          public boolean isOn(Path dev, Signature found) {
+            return is(found, type);
+          }
+
+          @Override
+          public void writeTo(Path dev) {
+            beforeMkfs.run();
+            runChecked(dev, type, command);
+          }
+        };
+    return EmptyDevices.formatIfEmpty(device, mkfs)
+        ? FormatOutcome.FORMATTED
+        : FormatOutcome.ALREADY_FORMATTED;
   }
 
-  private static FormatOutcome formatLocked(
-      Path device, FsType type, List<String> command, Runnable beforeMkfs) {
-    Signature found;
-    try {
-      found = Probe.probeExclusive(device);
-    } catch (SyscallException e) {
-      if (e.errno() != Errno.EBUSY) {
-        throw e;
-      }
-      return inUse(device, type, e);
-    }
-    if (is(found, type)) {
-      return FormatOutcome.ALREADY_FORMATTED;
-    }
-    if (!found.isEmpty()) {
-      throw new DataPresentException(device, found.describe());
-    }
-    beforeMkfs.run();
+  /** Runs {@code command} on the empty {@code device}, and checks that it made {@code type}. */
+  private static void runChecked(Path device, FsType type, List<String> command) {
     try {
       run(command, type);
     } catch (ToolException e) {
@@ -81,26 +80,6 @@ final class Formatting {
       throw new StorageException(
           command.getFirst() + " exited 0, but " + device + " holds " + made.describe());
     }
-    return FormatOutcome.FORMATTED;
-  }
-
-  /**
-   * The device is mounted or claimed: nothing may be written to it, but a filesystem of the
-   * requested type on it is still the answer to "is it formatted?".
-   */
-  private static FormatOutcome inUse(Path device, FsType type, SyscallException busy) {
-    Signature found = Probe.probe(device);
-    if (is(found, type)) {
-      return FormatOutcome.ALREADY_FORMATTED;
-    }
-    if (!found.isEmpty()) {
-      throw new DataPresentException(device, found.describe());
-    }
-    throw new StorageException(
-        "refusing to format "
-            + device
-            + ": it is in use (mounted, or held open exclusively by another program)",
-        busy);
   }
 
   // Something may claim the device the moment mkfs lets go of it (udev's rules, an automounter):

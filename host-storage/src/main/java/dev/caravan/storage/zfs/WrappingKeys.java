@@ -20,9 +20,6 @@ final class WrappingKeys {
   /** {@code WRAPPING_KEY_LEN}: an AES-256 key. */
   static final int KEY_BYTES = 32;
 
-  /** {@code DEFAULT_PBKDF2_ITERATIONS} of OpenZFS. */
-  static final long DEFAULT_ITERATIONS = 350_000;
-
   /** {@code MIN_PASSPHRASE_LEN} and {@code MAX_PASSPHRASE_LEN} of OpenZFS. */
   static final int MIN_PASSPHRASE = 8;
 

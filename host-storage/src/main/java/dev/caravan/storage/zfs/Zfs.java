@@ -252,28 +252,30 @@ public final class Zfs implements AutoCloseable {
    * @throws ZfsException with EEXIST when the dataset exists, and other kernel errors
    */
   public void createZvol(ZvolSpec spec) {
-    create(spec, null);
+    create(spec, null, null);
   }
 
   /**
    * As {@link #createZvol}, encrypted with ZFS native encryption as {@code zfs create -o
    * encryption=aes-256-gcm -o keyformat=passphrase -o keylocation=prompt} makes it: the volume is
    * its own encryption root, its wrapping key is derived from {@code passphrase} as OpenZFS's tools
-   * derive it (PBKDF2-HMAC-SHA1 over a random 64-bit {@code pbkdf2salt}, {@code pbkdf2iters}
-   * 350000), so {@code zfs load-key} with the same passphrase opens it, and no key file exists. The
-   * key is loaded when this returns; {@link #unloadKey} unloads it. The derived key is zeroed after
-   * the call; {@code passphrase} is the caller's to zero.
+   * derive it (PBKDF2-HMAC-SHA1 over a random 64-bit {@code pbkdf2salt}, {@code pbkdf2iters} as
+   * {@code cost} says; {@link Pbkdf2Iters#DEFAULT} is what {@code zfs create} uses), so {@code zfs
+   * load-key} with the same passphrase opens it, and no key file exists. The key is loaded when this
+   * returns; {@link #unloadKey} unloads it. The derived key is zeroed after the call; {@code
+   * passphrase} is the caller's to zero.
    *
    * @param passphrase 8 to 512 bytes
    * @throws ZfsException as {@link #createZvol} does; ENOTSUP when the pool lacks the encryption
    *     feature
    */
-  public void createEncryptedZvol(ZvolSpec spec, byte[] passphrase) {
+  public void createEncryptedZvol(ZvolSpec spec, byte[] passphrase, Pbkdf2Iters cost) {
     Objects.requireNonNull(passphrase, "passphrase");
-    create(spec, passphrase);
+    Objects.requireNonNull(cost, "cost");
+    create(spec, passphrase, cost);
   }
 
-  private void create(ZvolSpec spec, byte[] passphrase) {
+  private void create(ZvolSpec spec, byte[] passphrase, Pbkdf2Iters cost) {
     Objects.requireNonNull(spec, "spec");
     PoolConfig pool = requireUsablePool(spec.name());
     createParents(spec.name());
@@ -292,12 +294,12 @@ public final class Zfs implements AutoCloseable {
       try {
         if (passphrase != null) {
           long salt = newSalt();
-          wrappingKey = WrappingKeys.derive(passphrase, salt, WrappingKeys.DEFAULT_ITERATIONS);
+          wrappingKey = WrappingKeys.derive(passphrase, salt, cost.count());
           properties.add("encryption", ENCRYPTION_AES_256_GCM);
           properties.add("keyformat", KEYFORMAT_PASSPHRASE);
           properties.add("keylocation", KEYLOCATION_PROMPT);
           properties.add("pbkdf2salt", salt);
-          properties.add("pbkdf2iters", WrappingKeys.DEFAULT_ITERATIONS);
+          properties.add("pbkdf2iters", cost.count());
         }
         ZfsFailures.orThrow(
             Lzc.create(spec.name(), ZfsCore.LZC_DATSET_TYPE_ZVOL(), properties, wrappingKey),

@@ -12,6 +12,8 @@ import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.block.Probe;
 import dev.caravan.storage.block.Signature;
+import dev.caravan.storage.crypt.KeySlotCost;
+import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.exec.ToolRunner;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Libc;
@@ -19,17 +21,22 @@ import dev.caravan.storage.mount.Mounts;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import dev.caravan.storage.testing.Signatures;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Arrays;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -46,6 +53,8 @@ class FormattingTest {
   // Enough of a freshly made filesystem for libblkid to recognise it: the superblock and what
   // follows.
   private static final int HEAD = 64 * 1024;
+  private static final byte[] PASSPHRASE = "correct horse battery".getBytes(StandardCharsets.UTF_8);
+  private static final KeySlotCost CHEAPEST = new KeySlotCost(Duration.ofMillis(1), 32, 1);
 
   @RegisterExtension final Scratch scratch = new Scratch();
 
@@ -212,7 +221,71 @@ class FormattingTest {
         .filteredOn(outcome -> outcome != FormatOutcome.FORMATTED)
         .hasSize(callers - 1)
         .containsOnly(FormatOutcome.ALREADY_FORMATTED);
-    assertThat(DeviceLocks.held()).isZero();
+  }
+
+  @Test
+  void aLuks2FormatOfTheDeviceWaitsWhileAnExt4FormatIsBetweenItsProbeAndMkfs() throws Exception {
+    // One device, two formats: ext4 has probed it empty and is about to run mkfs when a LUKS2 format
+    // of the same device starts. The LUKS2 one must wait for the ext4 one, then find ext4 and refuse:
+    // without the wait it would find the device empty too, and one of the two would write over the
+    // other's header.
+    LoopDevice loop = LoopDevices.attach(scratch.image("disk.img", SIZE), false);
+    CompletableFuture<Luks2.FormatOutcome> luks = new CompletableFuture<>();
+    Thread[] luksThread = new Thread[1];
+    try {
+      FormatOutcome ext4 =
+          Formatting.formatIfEmpty(
+              loop.device(),
+              FsType.EXT4,
+              List.of(),
+              () -> {
+                luksThread[0] =
+                    Thread.ofPlatform()
+                        .name("luks2-format")
+                        .start(
+                            () -> {
+                              try {
+                                luks.complete(Luks2.formatIfEmpty(loop.device(), PASSPHRASE, CHEAPEST));
+                              } catch (RuntimeException e) {
+                                luks.completeExceptionally(e);
+                              }
+                            });
+                awaitWaitingForTheDeviceOrDone(luksThread[0], luks);
+                assertThat(luks)
+                    .as("the LUKS2 format ran while the ext4 format held the device between probe and mkfs")
+                    .isNotDone();
+              });
+      assertThat(ext4).isEqualTo(FormatOutcome.FORMATTED);
+      assertThatThrownBy(luks::get)
+          .isInstanceOf(ExecutionException.class)
+          .cause()
+          .isInstanceOfSatisfying(
+              DataPresentException.class, e -> assertThat(e.found()).isEqualTo("ext4 filesystem"));
+      assertThat(Probe.probe(loop.device()).type()).contains("ext4");
+    } finally {
+      if (luksThread[0] != null) {
+        luksThread[0].join(Duration.ofMinutes(1));
+      }
+      LoopDevices.detach(loop);
+    }
+  }
+
+  /**
+   * Waits until {@code thread} is parked in the device lock (its stack passes through the class that
+   * holds the locks) or {@code done} completed, whichever comes first.
+   */
+  private static void awaitWaitingForTheDeviceOrDone(Thread thread, CompletableFuture<?> done) {
+    long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+    while (!done.isDone() && System.nanoTime() < deadline) {
+      boolean parkedInLock =
+          thread.getState() == Thread.State.WAITING
+              && Arrays.stream(thread.getStackTrace())
+                  .anyMatch(f -> f.getClassName().endsWith(".DeviceLocks"));
+      if (parkedInLock) {
+        return;
+      }
+      LockSupport.parkNanos(Duration.ofMillis(10).toNanos());
+    }
   }
 
   @Test

@@ -13,6 +13,7 @@ import dev.caravan.storage.file.SparseFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import dev.caravan.storage.crypt.KeySlotCost;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.Map;
@@ -33,8 +34,9 @@ public final class FileBackend extends BackendHalves {
   /** Option: whether new volume and snapshot ids name their node ({@code file.node-scoped-ids=true}). */
   public static final String NODE_SCOPED_IDS = "node-scoped-ids";
 
-  private FileBackend(FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds) {
-    super("file", new FileController(store, nodeId, usage, nodeScopedIds), new FileNode(store));
+  private FileBackend(
+      FileStore store, String nodeId, NodeUsage usage, boolean nodeScopedIds, KeySlotCost keySlotCost) {
+    super("file", new FileController(store, nodeId, usage, nodeScopedIds), new FileNode(store, keySlotCost));
     this.store = store;
   }
 
@@ -47,7 +49,8 @@ public final class FileBackend extends BackendHalves {
     // A plugin that died during a snapshot or clone left that volume's filesystem frozen.
     new Freezes(store).thawLeftovers()
         .forEach(line -> LOG.log(System.Logger.Level.WARNING, "file: {0}", line));
-    return new FileBackend(store, config.nodeId(), config.nodeUsage(), Boolean.parseBoolean(scoped));
+    return new FileBackend(store, config.nodeId(), config.nodeUsage(), Boolean.parseBoolean(scoped),
+        config.keyCosts().luks());
   }
 
   @Override

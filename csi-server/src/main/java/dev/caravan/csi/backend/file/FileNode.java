@@ -12,6 +12,7 @@ import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.crypt.CryptUnavailableException;
+import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.crypt.WrongPassphraseException;
@@ -27,9 +28,16 @@ import java.util.Optional;
  */
 final class FileNode implements NodeBackend {
   private final FileStore store;
+  private final KeySlotCost keySlotCost;
 
-  FileNode(FileStore store) {
+  FileNode(FileStore store, KeySlotCost keySlotCost) {
     this.store = store;
+    this.keySlotCost = keySlotCost;
+  }
+
+  /** The cost of the key slot a volume's first stage formats its LUKS2 header with. */
+  KeySlotCost keySlotCost() {
+    return keySlotCost;
   }
 
   @Override
@@ -48,7 +56,7 @@ final class FileNode implements NodeBackend {
       requireLuks2(volume);
       Path loop = LoopDevices.attach(image, false).device();
       try {
-        Luks2.formatIfEmpty(loop, key.bytes());
+        Luks2.formatIfEmpty(loop, key.bytes(), keySlotCost);
       } catch (DataPresentException e) {
         throw CsiException.failedPrecondition("refusing to format " + loop + " of encrypted volume "
             + volume.volumeId() + " as LUKS2: it already holds " + e.found());

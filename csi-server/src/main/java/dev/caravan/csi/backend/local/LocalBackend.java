@@ -89,7 +89,8 @@ public final class LocalBackend extends BackendHalves {
       if (refusal.isPresent()) {
         throw new IllegalStateException(refusal.get());
       }
-      LocalController controller = new LocalController(zfs, config, nodeId, backendConfig.nodeUsage());
+      LocalController controller =
+          new LocalController(zfs, config, nodeId, backendConfig.nodeUsage(), backendConfig.keyCosts().zfs());
       return new LocalBackend(zfs, config, controller, new LocalNode(zfs, controller, config, nodeId));
     } catch (RuntimeException e) {
       zfs.close();

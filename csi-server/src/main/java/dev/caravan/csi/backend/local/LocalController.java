@@ -31,6 +31,7 @@ import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.zfs.DatasetProperties;
 import dev.caravan.storage.zfs.KeyStatus;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import dev.caravan.storage.zfs.PoolStatus;
 import dev.caravan.storage.zfs.Property;
 import dev.caravan.storage.zfs.WrongKeyException;
@@ -94,13 +95,15 @@ final class LocalController implements ControllerBackend {
       LocalIds::volumeLockKey, LocalIds::snapshotLockKey, LocalIds::volumeNode, LocalIds::snapshotNode);
 
   private final Zfs zfs;
+  private final Pbkdf2Iters pbkdf2Iters;
   private final LocalConfig config;
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
 
-  LocalController(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage) {
+  LocalController(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage, Pbkdf2Iters pbkdf2Iters) {
     this.zfs = zfs;
+    this.pbkdf2Iters = pbkdf2Iters;
     this.config = config;
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
@@ -211,7 +214,7 @@ final class LocalController implements ControllerBackend {
     VolumeId v = LocalIds.volumeFor(nodeId, pool, config.parentDataset(), req.name());
     ZvolSpec spec = spec(v, req, params, fsType, size, block);
     if (source.isEmpty() && params.encrypted()) {
-      zfs.createEncryptedZvol(spec, passphrase(req).bytes());
+      zfs.createEncryptedZvol(spec, passphrase(req).bytes(), pbkdf2Iters);
       CrashPoints.reach("create.after-zvol");
       // Created with its key loaded: unloaded until NodeStageVolume loads it again.
       zfs.unloadKey(v.dataset());

@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.Test;
  */
 class LocalIdShapesTest {
   private static final LocalController CONTROLLER = new LocalController(
-      null, LocalConfig.parse(Map.of("pools", "tank")), "n1", NodeUsage.none());
+      null, LocalConfig.parse(Map.of("pools", "tank")), "n1", NodeUsage.none(), Pbkdf2Iters.DEFAULT);
 
   @Test
   void issuedIdsShareTheLockKeyOfTheirName() {

@@ -16,6 +16,7 @@ import dev.caravan.csi.backend.local.LocalIds.SnapshotId;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
 import dev.caravan.storage.zfs.Compression;
 import dev.caravan.storage.zfs.PoolHealth;
+import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -226,7 +227,7 @@ class LocalRulesTest {
 
   @Test
   void callsForAnotherNodesVolumeAreUnavailableNamingTheOwner() {
-    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none()); // no ZFS: any ZFS call would fail
+    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none(), Pbkdf2Iters.DEFAULT); // no ZFS: any ZFS call would fail
     String foreign = LocalIds.volumeFor("n2", "tank", "caravan", "data").id();
     String foreignSnap = foreign + "@snap-x-0123456789ab";
     List<ThrowingCallable> calls = List.of(
@@ -253,7 +254,7 @@ class LocalRulesTest {
 
   @Test
   void ownIdsOutsideTheManagedDatasetsAreRefusedWithoutTouchingZfs() {
-    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none());
+    LocalController c = new LocalController(null, CONFIG, "n1", NodeUsage.none(), Pbkdf2Iters.DEFAULT);
     for (String id : List.of(LocalIds.volumeFor("n1", "rpool", "caravan", "data").id(),
         LocalIds.volumeFor("n1", "tank", "other", "data").id(),
         LocalIds.volumeFor("n1", "tank", "caravan/deeper", "data").id())) {

@@ -1,4 +1,4 @@
-package dev.caravan.storage.fs;
+package dev.caravan.storage.block;
 
 import dev.caravan.storage.StorageException;
 import java.util.HashMap;
