@@ -13,7 +13,7 @@ import java.util.Objects;
  * dataset records.
  */
 public record KeyCosts(KeySlotCost luks, Pbkdf2Iters zfs) {
-  /** cryptsetup's and OpenZFS's work: one second of argon2id within 256 MiB, 350000 PBKDF2 rounds. */
+  /** One second of argon2id within 256 MiB (half of cryptsetup's default), and OpenZFS's 350000 PBKDF2 rounds. */
   public static final KeyCosts DEFAULT = new KeyCosts(KeySlotCost.DEFAULT, Pbkdf2Iters.DEFAULT);
 
   public KeyCosts {
