@@ -5,7 +5,6 @@ import dev.caravan.storage.internal.zfs.Pipe;
 import dev.caravan.storage.internal.zfs.ZfsErrors;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.util.Map;
 import java.util.Objects;
@@ -24,9 +23,6 @@ import java.util.concurrent.atomic.AtomicReference;
  * gets) its key. A resumed stream takes the flags the interrupted one had, from its token.
  */
 public final class SendStream {
-  /** Bytes per write into an {@link OutputStream}. */
-  private static final int STREAM_CHUNK = 256 * 1024;
-
   private final String snapshot;
   private final String from;
   private final int flags;
@@ -133,29 +129,7 @@ public final class SendStream {
    */
   public long writeTo(OutputStream out) throws IOException {
     Objects.requireNonNull(out, "out");
-    byte[] chunk = new byte[STREAM_CHUNK];
-    return writeTo(
-        new WritableByteChannel() {
-          private boolean open = true;
-
-          @Override
-          public int write(ByteBuffer source) throws IOException {
-            int length = Math.min(source.remaining(), chunk.length);
-            source.get(chunk, 0, length);
-            out.write(chunk, 0, length);
-            return length;
-          }
-
-          @Override
-          public boolean isOpen() {
-            return open;
-          }
-
-          @Override
-          public void close() {
-            open = false;
-          }
-        });
+    return writeTo(StreamChannels.writingTo(out));
   }
 
   private Lzc.Result send(int fd) {

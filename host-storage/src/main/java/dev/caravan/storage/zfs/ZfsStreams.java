@@ -8,7 +8,6 @@ import dev.caravan.storage.internal.zfs.ZfsIoctls;
 import dev.caravan.storage.zfs.StreamRefusedException.Reason;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.ByteBuffer;
 import java.nio.channels.ReadableByteChannel;
 import java.util.Map;
 import java.util.Objects;
@@ -265,32 +264,7 @@ public final class ZfsStreams {
   public Received receive(String snapshot, InputStream stream, Map<String, String> userProperties)
       throws IOException {
     Objects.requireNonNull(stream, "stream");
-    byte[] chunk = new byte[256 * 1024];
-    return receive(
-        snapshot,
-        new ReadableByteChannel() {
-          private boolean open = true;
-
-          @Override
-          public int read(ByteBuffer target) throws IOException {
-            int read = stream.read(chunk, 0, Math.min(chunk.length, target.remaining()));
-            if (read > 0) {
-              target.put(chunk, 0, read);
-            }
-            return read;
-          }
-
-          @Override
-          public boolean isOpen() {
-            return open;
-          }
-
-          @Override
-          public void close() {
-            open = false;
-          }
-        },
-        userProperties);
+    return receive(snapshot, StreamChannels.readingFrom(stream), userProperties);
   }
 
   private Optional<ZfsException> receiveFailure(
