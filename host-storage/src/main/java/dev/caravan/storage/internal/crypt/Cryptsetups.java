@@ -13,6 +13,7 @@ import dev.caravan.storage.NativeLibraryUnavailableException;
 import dev.caravan.storage.internal.sys.NativeAccess;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.ToIntFunction;
 
@@ -112,24 +113,16 @@ public final class Cryptsetups {
    * activating anything: the key slot number, or a negative errno.
    */
   public static int verify(String device, byte[] passphrase) {
-    return withDevice(
-        device,
-        (arena, cd) -> {
-          int loaded = load(cd);
-          if (loaded < 0) {
-            return loaded;
-          }
-          return withKey(
-              arena,
-              passphrase,
-              key ->
-                  Cryptsetup.crypt_activate_by_passphrase(
-                      cd, MemorySegment.NULL, Cryptsetup.CRYPT_ANY_SLOT(), key, passphrase.length, 0));
-        });
+    return activateByPassphrase(device, null, passphrase);
   }
 
   /** Opens the mapping {@code name} over the LUKS2 device: the key slot number or a negative errno. */
   public static int activate(String device, String name, byte[] passphrase) {
+    return activateByPassphrase(device, Objects.requireNonNull(name, "name"), passphrase);
+  }
+
+  /** {@code crypt_activate_by_passphrase}; a null {@code name} only checks the passphrase. */
+  private static int activateByPassphrase(String device, String name, byte[] passphrase) {
     return withDevice(
         device,
         (arena, cd) -> {
@@ -137,7 +130,7 @@ public final class Cryptsetups {
           if (loaded < 0) {
             return loaded;
           }
-          MemorySegment mapping = arena.allocateFrom(name);
+          MemorySegment mapping = name == null ? MemorySegment.NULL : arena.allocateFrom(name);
           return withKey(
               arena,
               passphrase,
