@@ -9,8 +9,6 @@ import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
-import dev.caravan.csi.v1.NodeStageVolumeRequest;
-import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeContentSource;
@@ -22,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -101,14 +100,7 @@ class EncryptedSourcesOnFileGuestTest {
   }
 
   private void stage(Volume v, Path staging) {
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).putSecrets(SECRET, PASSPHRASE).build());
-  }
-
-  private void unstage(Volume v, Path staging) {
-    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setStagingTargetPath(staging.toString()).build());
+    f.stage(v, staging, cap, Map.of(SECRET, PASSPHRASE));
   }
 
   @Test
@@ -119,7 +111,7 @@ class EncryptedSourcesOnFileGuestTest {
     stage(secret, staging);
     byte[] data = "written before the snapshot".getBytes(StandardCharsets.UTF_8);
     Files.write(staging.resolve("kept.txt"), data);
-    unstage(secret, staging);
+    f.unstage(secret.getVolumeId(), staging);
     String secretSnap = snapshot(secret, "secret-snap");
     String plainSnap = snapshot(plain, "plain-snap");
     volumeFiles = files("data/volumes");
@@ -139,7 +131,7 @@ class EncryptedSourcesOnFileGuestTest {
     Path again = f.dir("staging/restored");
     stage(restored, again);
     assertThat(Files.readAllBytes(again.resolve("kept.txt"))).isEqualTo(data);
-    unstage(restored, again);
+    f.unstage(restored.getVolumeId(), again);
 
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
     f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(secretSnap).build());

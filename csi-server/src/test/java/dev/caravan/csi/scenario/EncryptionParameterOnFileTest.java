@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.storage.testing.Bytes;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -84,17 +85,7 @@ class EncryptionParameterOnFileTest {
 
   private static boolean contains(Path file, byte[] needle) {
     try {
-      byte[] all = Files.readAllBytes(file);
-      outer:
-      for (int i = 0; i + needle.length <= all.length; i++) {
-        for (int j = 0; j < needle.length; j++) {
-          if (all[i + j] != needle[j]) {
-            continue outer;
-          }
-        }
-        return true;
-      }
-      return false;
+      return Bytes.contains(Files.readAllBytes(file), needle);
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }

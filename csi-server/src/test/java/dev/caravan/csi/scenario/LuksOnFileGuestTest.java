@@ -9,15 +9,15 @@ import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.NodeExpandVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
-import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.block.Probe;
 import dev.caravan.storage.block.Signature;
-import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.Bytes;
 import io.grpc.Status.Code;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
@@ -25,6 +25,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -65,14 +66,7 @@ class LuksOnFileGuestTest {
   }
 
   private void stage(Volume v, Path staging, String passphrase) {
-    f.node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging.toString())
-        .setVolumeCapability(cap).putSecrets(SECRET, passphrase).build());
-  }
-
-  private void unstage(Volume v, Path staging) {
-    f.node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setStagingTargetPath(staging.toString()).build());
+    f.stage(v, staging, cap, Map.of(SECRET, passphrase));
   }
 
   @Test
@@ -95,10 +89,10 @@ class LuksOnFileGuestTest {
     String luksUuid = onLoop.uuid().orElseThrow();
     byte[] plain = "data written through the mapping, never plain on disk".getBytes(StandardCharsets.UTF_8);
     Files.write(staging.resolve("kept.txt"), plain);
-    unstage(v, staging);
+    f.unstage(v.getVolumeId(), staging);
     assertThat(Luks2.status(mapping).open()).as("mapping closed at unstage").isFalse();
     assertThat(f.ourLoops()).as("loop device detached at unstage").isEmpty();
-    assertThat(contains(Files.readAllBytes(image), plain)).as("plaintext in the image").isFalse();
+    assertThat(Bytes.contains(Files.readAllBytes(image), plain)).as("plaintext in the image").isFalse();
 
     // A wrong passphrase: UNAUTHENTICATED naming the secret, nothing staged, nothing opened, nothing written.
     StatusRuntimeException wrong = error(() -> stage(v, staging, "not-the-passphrase"));
@@ -133,7 +127,7 @@ class LuksOnFileGuestTest {
     assertThat(Files.getFileStore(staging).getTotalSpace()).isGreaterThan(before + SIZE / 2);
     assertThat(Files.readAllBytes(staging.resolve("kept.txt"))).isEqualTo(plain);
 
-    unstage(v, staging);
+    f.unstage(v.getVolumeId(), staging);
     assertThat(Luks2.status(mapping).open()).isFalse();
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
     assertThat(EncryptionParameterOnFileTest.filesContaining(f.work, PASSPHRASE)).isEmpty();
@@ -170,18 +164,5 @@ class LuksOnFileGuestTest {
   private static String dmName(String mapping) throws IOException {
     Path link = Path.of("/dev/mapper", mapping);
     return Files.isSymbolicLink(link) ? Files.readSymbolicLink(link).getFileName().toString() : mapping;
-  }
-
-  private static boolean contains(byte[] haystack, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= haystack.length; i++) {
-      for (int j = 0; j < needle.length; j++) {
-        if (haystack[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
   }
 }

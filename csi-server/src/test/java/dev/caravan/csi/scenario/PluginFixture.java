@@ -9,6 +9,7 @@ import dev.caravan.csi.v1.NodePublishVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.Volume;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
@@ -26,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
@@ -159,6 +161,13 @@ public final class PluginFixture implements AutoCloseable {
   void stage(String id, Path staging, VolumeCapability cap) {
     node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).setStagingTargetPath(staging.toString())
         .setVolumeCapability(cap).build());
+  }
+
+  /** NodeStageVolume of {@code v} at {@code staging} with its volume context and {@code secrets}, as Nomad sends it. */
+  void stage(Volume v, Path staging, VolumeCapability cap, Map<String, String> secrets) {
+    node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging.toString())
+        .setVolumeCapability(cap).putAllSecrets(secrets).build());
   }
 
   /** NodePublishVolume of the staged {@code id} at {@code target}. */

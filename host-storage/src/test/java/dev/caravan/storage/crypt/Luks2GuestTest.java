@@ -7,6 +7,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.testing.Bytes;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.testing.Scratch;
 import java.io.IOException;
@@ -81,7 +82,7 @@ class Luks2GuestTest {
     Luks2.close(name);
     assertThat(Luks2.status(name).open()).isFalse();
     Luks2.close(name); // closing what is closed is nothing
-    assertThat(contains(Files.readAllBytes(image), plain)).isFalse();
+    assertThat(Bytes.contains(Files.readAllBytes(image), plain)).isFalse();
 
     Luks2.open(loop.device(), name, PASSPHRASE);
     byte[] back = new byte[plain.length];
@@ -148,18 +149,5 @@ class Luks2GuestTest {
     } finally {
       LoopDevices.detach(other);
     }
-  }
-
-  private static boolean contains(byte[] haystack, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= haystack.length; i++) {
-      for (int j = 0; j < needle.length; j++) {
-        if (haystack[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
   }
 }

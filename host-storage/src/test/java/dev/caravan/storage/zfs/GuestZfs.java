@@ -146,6 +146,24 @@ final class GuestZfs {
     }
   }
 
+  /** Runs a CLI command with {@code input} on its standard input; its exit status. */
+  static int withInput(String input, String... command) {
+    try {
+      Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+      try (var in = process.getOutputStream()) {
+        in.write(input.getBytes(StandardCharsets.UTF_8));
+      }
+      process.getInputStream().readAllBytes();
+      assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
+      return process.exitValue();
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
   /** {@code zfs get -Hp -o value PROPERTY DATASET}. */
   static String zfsGet(String property, String dataset) {
     return cli("zfs", "get", "-Hp", "-o", "value", property, dataset);

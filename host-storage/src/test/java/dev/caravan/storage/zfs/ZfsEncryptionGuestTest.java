@@ -11,7 +11,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -110,9 +109,9 @@ class ZfsEncryptionGuestTest {
     zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE), CHEAPEST);
     zfs.unloadKey(name);
 
-    assertThat(withInput(WRONG + "\n", "zfs", "load-key", name)).as("zfs load-key, wrong passphrase").isNotZero();
+    assertThat(GuestZfs.withInput(WRONG + "\n", "zfs", "load-key", name)).as("zfs load-key, wrong passphrase").isNotZero();
     assertThat(zfsGet("keystatus", name)).isEqualTo("unavailable");
-    assertThat(withInput(PASSPHRASE + "\n", "zfs", "load-key", name)).as("zfs load-key").isZero();
+    assertThat(GuestZfs.withInput(PASSPHRASE + "\n", "zfs", "load-key", name)).as("zfs load-key").isZero();
     assertThat(zfs.keyStatus(name)).isEqualTo(KeyStatus.AVAILABLE);
     assertThat(zfs.unloadKey(name)).isTrue();
     assertThat(zfsGet("keystatus", name)).isEqualTo("unavailable");
@@ -121,7 +120,7 @@ class ZfsEncryptionGuestTest {
   @Test
   void theFacadeOpensWhatTheZfsCommandMade() {
     String name = freshWithDevice("enc-made-by-cli");
-    assertThat(withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", "64M", "-o", "encryption=on", "-o",
+    assertThat(GuestZfs.withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", "64M", "-o", "encryption=on", "-o",
         "keyformat=passphrase", "-o", "keylocation=prompt", "-o", "pbkdf2iters=100000", "-o", "caravan:managed=true",
         name)).isZero();
     unloadByCli(name);
@@ -172,7 +171,7 @@ class ZfsEncryptionGuestTest {
    */
   private static void unloadByCli(String name) {
     for (int attempt = 1; ; attempt++) {
-      if (withInput("", "zfs", "unload-key", name) == 0) {
+      if (GuestZfs.withInput("", "zfs", "unload-key", name) == 0) {
         return;
       }
       assertThat(attempt).as("zfs unload-key %s keeps failing", name).isLessThan(20);
@@ -182,24 +181,6 @@ class ZfsEncryptionGuestTest {
         Thread.currentThread().interrupt();
         throw new AssertionError(e);
       }
-    }
-  }
-
-  /** Runs a CLI command with {@code input} on its standard input; its exit status. */
-  private static int withInput(String input, String... command) {
-    try {
-      Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-      try (var in = process.getOutputStream()) {
-        in.write(input.getBytes(StandardCharsets.UTF_8));
-      }
-      process.getInputStream().readAllBytes();
-      assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
-      return process.exitValue();
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
     }
   }
 }

@@ -349,7 +349,7 @@ class ZfsStreamsGuestTest {
     // Made by the zfs command with the fewest PBKDF2 iterations it allows: key derivation is slow
     // under the guest's emulated CPU, and the replica, which keeps them, is opened by it too.
     String name = freshWithDevice("enc-src");
-    assertThat(withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", Long.toString(SIZE), "-o", "encryption=on",
+    assertThat(GuestZfs.withInput(PASSPHRASE + "\n", "zfs", "create", "-s", "-V", Long.toString(SIZE), "-o", "encryption=on",
         "-o", "keyformat=passphrase", "-o", "keylocation=prompt", "-o", "pbkdf2iters=100000",
         "-o", "caravan:managed=true", name)).isZero();
     Source source = new Source(name);
@@ -372,7 +372,7 @@ class ZfsStreamsGuestTest {
     assertThat(received.keyStatus()).as("a raw stream carries no key").isEqualTo(KeyStatus.UNAVAILABLE);
     assertThat(zfsGet("keystatus", replica)).isEqualTo("unavailable");
 
-    assertThat(withInput(PASSPHRASE + "\n", "zfs", "load-key", replica)).as("zfs load-key").isZero();
+    assertThat(GuestZfs.withInput(PASSPHRASE + "\n", "zfs", "load-key", replica)).as("zfs load-key").isZero();
     assertThat(zfs.keyStatus(replica)).isEqualTo(KeyStatus.AVAILABLE);
     assertReplicaHolds(replica + "@e2", e2.image());
   }
@@ -481,23 +481,5 @@ class ZfsStreamsGuestTest {
 
     @Override
     public void close() {}
-  }
-
-  /** Runs a CLI command with {@code input} on its standard input; its exit status. */
-  private static int withInput(String input, String... command) {
-    try {
-      Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-      try (var in = process.getOutputStream()) {
-        in.write(input.getBytes(StandardCharsets.UTF_8));
-      }
-      process.getInputStream().readAllBytes();
-      assertThat(process.waitFor(120, TimeUnit.SECONDS)).isTrue();
-      return process.exitValue();
-    } catch (IOException e) {
-      throw new AssertionError(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError(e);
-    }
   }
 }
