@@ -1,11 +1,7 @@
 package dev.caravan.csi.dhv;
 
 import dev.caravan.csi.backend.CapacityRange;
-import java.io.IOException;
-import java.io.StringReader;
-import java.io.StringWriter;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
+import dev.caravan.csi.support.PropertiesCodec;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
@@ -100,22 +96,11 @@ record DhvRecord(
       p.setProperty("creation.backendExisted", Boolean.toString(c.backendExisted()));
       c.made().ifPresent(m -> p.setProperty("creation.made", Boolean.toString(m)));
     });
-    StringWriter w = new StringWriter();
-    try {
-      p.store(w, "caravan DHV volume");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return w.toString().getBytes(StandardCharsets.UTF_8);
+    return PropertiesCodec.encode(p, "caravan DHV volume");
   }
 
   static DhvRecord decode(byte[] bytes) {
-    Properties p = new Properties();
-    try {
-      p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    Properties p = PropertiesCodec.decode(bytes);
     Map<String, String> parameters = new TreeMap<>();
     for (String key : p.stringPropertyNames()) {
       if (key.startsWith("parameter.")) {

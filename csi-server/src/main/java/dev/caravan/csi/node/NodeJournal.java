@@ -4,10 +4,9 @@ import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.node.StagedVolume.Published;
 import dev.caravan.csi.node.StagedVolume.Staging;
+import dev.caravan.csi.support.PropertiesCodec;
 import dev.caravan.storage.file.AtomicFiles;
 import java.io.IOException;
-import java.io.StringReader;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -375,13 +374,7 @@ public final class NodeJournal {
       p.setProperty(key + ".mountFlags", String.join(",", t.mountFlags()));
       v.mountId(t.target()).ifPresent(id -> p.setProperty(key + ".mountId", Integer.toString(id)));
     }
-    StringWriter w = new StringWriter();
-    try {
-      p.store(w, "caravan node journal");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return w.toString().getBytes(StandardCharsets.UTF_8);
+    return PropertiesCodec.encode(p, "caravan node journal");
   }
 
   /**
@@ -390,12 +383,7 @@ public final class NodeJournal {
    * the device is recorded (older engines recorded it after every step).
    */
   static StagedVolume decode(byte[] bytes) {
-    Properties p = new Properties();
-    try {
-      p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    Properties p = PropertiesCodec.decode(bytes);
     Map<String, String> context = new HashMap<>();
     for (String key : p.stringPropertyNames()) {
       if (key.startsWith("context.")) {

@@ -1,9 +1,11 @@
 package dev.caravan.csi.node;
 
+import static dev.caravan.csi.testing.RecordText.withoutDate;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.node.StagedVolume.Published;
+import dev.caravan.csi.testing.RecordText;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -60,6 +62,29 @@ class NodeJournalTest {
     return new StagedVolume(id, Map.of("k", "v"), AccessType.MOUNT, "ext4", List.of("noatime"),
         Optional.of(Path.of("/dev/loop7")), List.of(Path.of("/staging/" + id)),
         List.of(new Published(Path.of("/target/" + id), Path.of("/staging/" + id), false)));
+  }
+
+  @Test
+  void aRecordReadsAndWritesAsOnDisk() {
+    String onDisk = RecordText.of(
+        "#caravan node journal",
+        "#Fri Dec 04 21:40:41 UTC 2026",
+        "accessType=MOUNT",
+        "context.k=v",
+        "device=/dev/loop7",
+        "fsType=ext4",
+        "mountFlags=noatime",
+        "staging.0=/staging/vol/1",
+        "staging.0.complete=true",
+        "staging.0.mountFlags=noatime",
+        "target.0.mountFlags=",
+        "target.0.path=/target/vol/1",
+        "target.0.readOnly=false",
+        "target.0.staging=/staging/vol/1",
+        "volumeId=vol/1");
+
+    assertThat(NodeJournal.decode(onDisk.getBytes(StandardCharsets.UTF_8))).isEqualTo(volume("vol/1"));
+    assertThat(withoutDate(NodeJournal.encode(volume("vol/1")))).isEqualTo(withoutDate(onDisk));
   }
 
   @Test

@@ -1,6 +1,7 @@
 package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.support.CrashPoints;
+import dev.caravan.csi.support.PropertiesCodec;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.AtomicFiles;
@@ -8,10 +9,7 @@ import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import java.io.IOException;
-import java.io.StringReader;
-import java.io.StringWriter;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -123,22 +121,14 @@ final class Freezes {
     ProcessHandle self = ProcessHandle.current();
     p.setProperty("pid", Long.toString(self.pid()));
     self.info().startInstant().ifPresent(t -> p.setProperty("started", t.toString()));
-    StringWriter out = new StringWriter();
-    try {
-      p.store(out, null);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out.toString().getBytes(StandardCharsets.UTF_8);
+    return PropertiesCodec.encode(p, null);
   }
 
   private static Properties decode(Path record) {
-    Properties p = new Properties();
     try {
-      p.load(new StringReader(Files.readString(record)));
+      return PropertiesCodec.decode(Files.readAllBytes(record));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read freeze record " + record, e);
     }
-    return p;
   }
 }

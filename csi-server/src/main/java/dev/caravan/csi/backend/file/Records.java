@@ -2,12 +2,8 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.ContentSource;
+import dev.caravan.csi.support.PropertiesCodec;
 import dev.caravan.storage.crypt.Luks2;
-import java.io.IOException;
-import java.io.StringReader;
-import java.io.StringWriter;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
@@ -73,7 +69,7 @@ final class Records {
     }
 
     static VolumeRecord decode(byte[] bytes) {
-      Properties p = Records.decode(bytes);
+      Properties p = PropertiesCodec.decode(bytes);
       Optional<ContentSource> source =
           p.getProperty("source.kind") == null
               ? Optional.empty()
@@ -119,7 +115,7 @@ final class Records {
     }
 
     static SnapshotRecord decode(byte[] bytes) {
-      Properties p = Records.decode(bytes);
+      Properties p = PropertiesCodec.decode(bytes);
       return new SnapshotRecord(
           p.getProperty("id"),
           p.getProperty("name"),
@@ -134,22 +130,6 @@ final class Records {
   static byte[] encode(Map<String, String> values) {
     Properties p = new Properties();
     p.putAll(values);
-    StringWriter w = new StringWriter();
-    try {
-      p.store(w, "caravan file backend record");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return w.toString().getBytes(StandardCharsets.UTF_8);
-  }
-
-  static Properties decode(byte[] bytes) {
-    Properties p = new Properties();
-    try {
-      p.load(new StringReader(new String(bytes, StandardCharsets.UTF_8)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return p;
+    return PropertiesCodec.encode(p, "caravan file backend record");
   }
 }
