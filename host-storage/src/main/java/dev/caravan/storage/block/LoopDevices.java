@@ -3,6 +3,7 @@ package dev.caravan.storage.block;
 import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.internal.Pauses;
 import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Fd;
 import dev.caravan.storage.internal.sys.Ioctl;
@@ -16,6 +17,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -32,7 +34,7 @@ public final class LoopDevices {
   private static final String DELETED = " (deleted)";
   private static final String BACKING_FILE = "loop/backing_file";
   private static final int ATTEMPTS = 50;
-  private static final long RETRY_MILLIS = 20;
+  private static final Duration RETRY = Duration.ofMillis(20);
 
   // Makes find-then-attach atomic within this JVM, so two threads attaching one file share a
   // device.
@@ -375,11 +377,6 @@ public final class LoopDevices {
   }
 
   private static void pause() {
-    try {
-      Thread.sleep(RETRY_MILLIS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StorageException("interrupted while waiting for a loop device", e);
-    }
+    Pauses.pause(RETRY, "interrupted while waiting for a loop device");
   }
 }

@@ -1,6 +1,7 @@
 package dev.caravan.storage.block;
 
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.internal.Pauses;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -70,7 +71,7 @@ public final class ScsiDisks {
             "found %d of %d paths to the SCSI disk with WWID %s after %s: %s"
                 .formatted(found.size(), paths, wwid, timeout, found));
       }
-      sleep(POLL);
+      Pauses.pause(POLL, "interrupted");
     }
   }
 
@@ -164,15 +165,6 @@ public final class ScsiDisks {
       }
     }
     return 0;
-  }
-
-  private static void sleep(Duration duration) {
-    try {
-      Thread.sleep(duration);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StorageException("interrupted", e);
-    }
   }
 
   /** The device disappeared while being read (a logout, a removed LUN). */

@@ -4,6 +4,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.ToolException;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.ScsiDisks;
+import dev.caravan.storage.internal.Pauses;
 import dev.caravan.storage.internal.iscsi.OpenIscsi;
 import dev.caravan.storage.internal.iscsi.OpenIscsi.NodeInfo;
 import dev.caravan.storage.internal.iscsi.OpenIscsi.SessionInfo;
@@ -385,12 +386,7 @@ public final class Iscsi {
             "no disk for LUN %d of %s at %s after %s (is the LUN mapped to this initiator?)"
                 .formatted(lun, session.target(), session.portal(), timeout));
       }
-      try {
-        Thread.sleep(POLL);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new StorageException("interrupted", e);
-      }
+      Pauses.pause(POLL, "interrupted");
     }
   }
 

@@ -4,12 +4,14 @@ import dev.caravan.bindings.linux.LinuxUapi;
 import dev.caravan.storage.MountConflictException;
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.SyscallException;
+import dev.caravan.storage.internal.Pauses;
 import dev.caravan.storage.internal.sys.Errno;
 import dev.caravan.storage.internal.sys.Libc;
 import dev.caravan.storage.internal.sys.NativeAccess;
 import dev.caravan.storage.internal.sys.Stat;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Optional;
 import java.util.Set;
@@ -40,7 +42,7 @@ public final class Mounts {
   // then it must hold up that path alone, never an unrelated one that shared a lock stripe with it.
   private static final ConcurrentHashMap<Path, TargetLock> LOCKS = new ConcurrentHashMap<>();
   private static final int BUSY_ATTEMPTS = 50;
-  private static final long BUSY_PAUSE_MILLIS = 20;
+  private static final Duration BUSY_PAUSE = Duration.ofMillis(20);
 
   private Mounts() {}
 
@@ -139,7 +141,7 @@ public final class Mounts {
           throw e;
         }
       }
-      pause();
+      Pauses.pause(BUSY_PAUSE, "interrupted while unmounting");
     }
   }
 
@@ -188,15 +190,6 @@ public final class Mounts {
           entry.mountPoint(),
           entry.source(),
           "mounted " + (entry.readOnly() ? "read-only" : "read-write"));
-    }
-  }
-
-  private static void pause() {
-    try {
-      Thread.sleep(BUSY_PAUSE_MILLIS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StorageException("interrupted while unmounting", e);
     }
   }
 

@@ -4,6 +4,7 @@ import dev.caravan.storage.StorageException;
 import dev.caravan.storage.block.DeviceUse;
 import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.Wwid;
+import dev.caravan.storage.internal.Pauses;
 import dev.caravan.storage.internal.sys.Sysfs;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -285,11 +286,6 @@ public final class Multipath {
 
 
   private static void sleep() {
-    try {
-      Thread.sleep(POLL);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StorageException("interrupted", e);
-    }
+    Pauses.pause(POLL, "interrupted");
   }
 }
