@@ -2,6 +2,7 @@ package dev.caravan.storage.block;
 
 import dev.caravan.storage.StorageException;
 import dev.caravan.storage.internal.Pauses;
+import dev.caravan.storage.internal.sys.Sysfs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +14,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * The host's SCSI disks, read from sysfs ({@code /sys/bus/scsi/devices}), and the rescans the SCSI
@@ -31,7 +31,7 @@ public final class ScsiDisks {
   /** Every SCSI device that has a block device, ordered by address. */
   public static List<ScsiDisk> list() {
     List<ScsiDisk> disks = new ArrayList<>();
-    for (Path dir : entries(SYSFS_DEVICES)) {
+    for (Path dir : Sysfs.entries(SYSFS_DEVICES)) {
       if (ADDRESS.matcher(dir.getFileName().toString()).matches()) {
         read(dir).ifPresent(disks::add);
       }
@@ -96,7 +96,7 @@ public final class ScsiDisks {
    * block device (a tape, an enclosure, a LUN still being probed).
    */
   static Optional<ScsiDisk> read(Path dir) {
-    List<Path> blocks = entries(dir.resolve("block"));
+    List<Path> blocks = Sysfs.entries(dir.resolve("block"));
     if (blocks.isEmpty()) {
       return Optional.empty();
     }
@@ -142,16 +142,6 @@ public final class ScsiDisks {
       Files.writeString(attribute, value, StandardCharsets.US_ASCII);
     } catch (IOException e) {
       throw new StorageException("cannot write '" + value + "' to " + attribute + ": " + e, e);
-    }
-  }
-
-  private static List<Path> entries(Path dir) {
-    try (Stream<Path> list = Files.list(dir)) {
-      return list.sorted().toList();
-    } catch (NoSuchFileException e) {
-      return List.of();
-    } catch (IOException e) {
-      throw new StorageException("cannot list " + dir + ": " + e, e);
     }
   }
 
