@@ -1,6 +1,9 @@
 package dev.caravan.csi.backend;
 
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 
 /**
  * Shared id syntax checks. Ids end up in file paths, dataset names and journal file names, so a
@@ -29,6 +32,20 @@ public final class IdRules {
     }
     if (id.indexOf('\0') >= 0) {
       throw CsiException.invalid(field + " '" + printable(id) + "' contains a NUL character, which no id can hold");
+    }
+  }
+
+  /**
+   * 12 hex digits of the SHA-256 of a CO's name (UTF-8): the part of every backend's ids, lock keys
+   * and storage names that a name decides, so that a retried create finds what the first one made.
+   * Ids already issued hold it: it never changes.
+   */
+  public static String nameHash(String name) {
+    try {
+      byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
+      return HexFormat.of().formatHex(digest, 0, 6);
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is always available", e);
     }
   }
 

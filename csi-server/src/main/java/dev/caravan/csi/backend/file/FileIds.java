@@ -1,11 +1,8 @@
 package dev.caravan.csi.backend.file;
 
+import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.IdShape;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -94,15 +91,6 @@ final class FileIds {
     if (!slug.isEmpty() && slug.charAt(slug.length() - 1) != '-') {
       slug.append('-');
     }
-    return slug + hash(name);
-  }
-
-  private static String hash(String name) {
-    try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(digest, 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is always available", e);
-    }
+    return slug + IdRules.nameHash(name);
   }
 }

@@ -11,6 +11,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.ExpandResult;
+import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
@@ -246,7 +247,7 @@ final class LocalController implements ControllerBackend {
     // Volume to volume: a temporary snapshot of the source, copied, then destroyed. A crash may leave
     // it behind; the retry reuses it (or, when the copy got that far, destroys it).
     String dataset = s.volume().dataset();
-    String tmpName = CLONE_SNAPSHOT_PREFIX + LocalIds.hash(name);
+    String tmpName = CLONE_SNAPSHOT_PREFIX + IdRules.nameHash(name);
     String tmp = dataset + "@" + tmpName;
     if (!zfs.exists(tmp)) {
       snapshotMaybeFrozen(dataset, tmpName, Map.of(PROP_NAME, "clone of " + name), config.freezeOnSnapshot());
@@ -334,7 +335,7 @@ final class LocalController implements ControllerBackend {
       return;
     }
     String tmp = LocalIds.parseVolume("volume_content_source.volume.volume_id", source.id()).dataset()
-        + "@" + CLONE_SNAPSHOT_PREFIX + LocalIds.hash(name);
+        + "@" + CLONE_SNAPSHOT_PREFIX + IdRules.nameHash(name);
     try {
       if (zfs.exists(tmp)) {
         zfs.destroySnapshot(tmp);
@@ -730,7 +731,7 @@ final class LocalController implements ControllerBackend {
 
   /** The snapshot the CO calls {@code name}, wherever it is on this node. */
   private Optional<SnapshotInfo> snapshotByName(String name) {
-    String hash = LocalIds.hash(name);
+    String hash = IdRules.nameHash(name);
     for (VolumeId v : ownVolumes()) {
       for (String full : snapshotsOf(v)) {
         String shortName = full.substring(full.indexOf('@') + 1);

@@ -3,10 +3,6 @@ package dev.caravan.csi.backend.local;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -99,11 +95,11 @@ final class LocalIds {
   }
 
   static String volumeLockKey(String name) {
-    return "vol-*-" + hash(name);
+    return "vol-*-" + IdRules.nameHash(name);
   }
 
   static String snapshotLockKey(String name) {
-    return "snap-*-" + hash(name);
+    return "snap-*-" + IdRules.nameHash(name);
   }
 
   /** The node a volume id names, if {@code id} has the form of one. */
@@ -234,7 +230,7 @@ final class LocalIds {
   }
 
   private static String leaf(String kind, String name, int budget) {
-    String hash = hash(name);
+    String hash = IdRules.nameHash(name);
     int slugRoom = Math.min(SLUG_MAX, budget - kind.length() - hash.length() - 1);
     StringBuilder slug = new StringBuilder();
     for (char c : name.toLowerCase(Locale.ROOT).toCharArray()) {
@@ -252,14 +248,5 @@ final class LocalIds {
       slug.setLength(slug.length() - 1);
     }
     return slug.isEmpty() ? kind + hash : kind + slug + "-" + hash;
-  }
-
-  static String hash(String name) {
-    try {
-      byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(digest, 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is always available", e);
-    }
   }
 }

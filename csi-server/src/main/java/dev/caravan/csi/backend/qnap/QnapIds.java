@@ -1,11 +1,8 @@
 package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.AccessType;
+import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
@@ -104,11 +101,11 @@ final class QnapIds {
   }
 
   static String volumeLockKey(String coName) {
-    return volumeLockKeyOfHash(hash(coName));
+    return volumeLockKeyOfHash(IdRules.nameHash(coName));
   }
 
   static String snapshotLockKey(String coName) {
-    return snapshotLockKeyOfHash(hash(coName));
+    return snapshotLockKeyOfHash(IdRules.nameHash(coName));
   }
 
   private static String volumeLockKeyOfHash(String hash) {
@@ -121,14 +118,14 @@ final class QnapIds {
 
   /** The LUN name for the CO's volume name. */
   static VolumeId volumeFor(String coName, String fsType, Set<AccessType> access) {
-    String hash = hash(coName);
+    String hash = IdRules.nameHash(coName);
     String a = access.size() != 1 ? "" : access.contains(AccessType.MOUNT) ? "m" : "b";
     String name = "cv" + (fsType.equals("xfs") ? "x" : "e") + a + slug(coName) + "-" + hash;
     return new VolumeId(name, fsType, hash, access);
   }
 
   static SnapshotId snapshotFor(VolumeId volume, String coName) {
-    String hash = hash(coName);
+    String hash = IdRules.nameHash(coName);
     return new SnapshotId(volume, "cs" + slug(coName) + "-" + hash, hash);
   }
 
@@ -159,14 +156,5 @@ final class QnapIds {
       s.setLength(s.length() - 1);
     }
     return s.isEmpty() ? "" : "-" + s;
-  }
-
-  static String hash(String name) {
-    try {
-      byte[] d = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
-      return HexFormat.of().formatHex(d, 0, 6);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is always available", e);
-    }
   }
 }
