@@ -6,7 +6,6 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.TreeMap;
 
 /**
  * What the plugin keeps about one DHV volume, written before it touches storage (the intent) so a
@@ -101,12 +100,7 @@ record DhvRecord(
 
   static DhvRecord decode(byte[] bytes) {
     Properties p = PropertiesCodec.decode(bytes);
-    Map<String, String> parameters = new TreeMap<>();
-    for (String key : p.stringPropertyNames()) {
-      if (key.startsWith("parameter.")) {
-        parameters.put(key.substring("parameter.".length()), p.getProperty(key));
-      }
-    }
+    Map<String, String> parameters = PropertiesCodec.withPrefix(p, "parameter.");
     return new DhvRecord(p.getProperty("volumeId"), p.getProperty("name", ""), p.getProperty("namespace", ""),
         Long.parseLong(p.getProperty("capacityMin", "0")), Long.parseLong(p.getProperty("capacityMax", "0")),
         parameters, Optional.ofNullable(p.getProperty("backendVolumeId")),

@@ -384,12 +384,7 @@ public final class NodeJournal {
    */
   static StagedVolume decode(byte[] bytes) {
     Properties p = PropertiesCodec.decode(bytes);
-    Map<String, String> context = new HashMap<>();
-    for (String key : p.stringPropertyNames()) {
-      if (key.startsWith("context.")) {
-        context.put(key.substring("context.".length()), p.getProperty(key));
-      }
-    }
+    Map<String, String> context = PropertiesCodec.withPrefix(p, "context.");
     String device = p.getProperty("device");
     String volumeFlags = p.getProperty("mountFlags", "");
     List<Staging> stagings = new ArrayList<>();

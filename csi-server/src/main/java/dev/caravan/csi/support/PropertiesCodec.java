@@ -5,7 +5,9 @@ import java.io.StringReader;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 
 /**
  * The text of the records the plugin keeps on disk (the file backend's volume and snapshot records
@@ -39,5 +41,19 @@ public final class PropertiesCodec {
       throw new UncheckedIOException(e); // a StringReader does not fail
     }
     return p;
+  }
+
+  /**
+   * The entries whose keys start with {@code prefix}, keyed by the rest of the key: how a record
+   * keeps a map (a volume's context, a DHV volume's parameters) as {@code prefix + key = value}.
+   */
+  public static Map<String, String> withPrefix(Properties p, String prefix) {
+    Map<String, String> entries = new TreeMap<>();
+    for (String key : p.stringPropertyNames()) {
+      if (key.startsWith(prefix)) {
+        entries.put(key.substring(prefix.length()), p.getProperty(key));
+      }
+    }
+    return entries;
   }
 }

@@ -3,6 +3,7 @@ package dev.caravan.csi.support;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.Properties;
 import org.junit.jupiter.api.Test;
 
@@ -44,5 +45,17 @@ class PropertiesCodecTest {
     assertThat(p.stringPropertyNames()).containsExactlyInAnyOrder("k", "t");
     assertThat(p.getProperty("k")).isEqualTo("\u00e9\u4e2d");
     assertThat(p.getProperty("t")).isEqualTo("a:b");
+  }
+
+  @Test
+  void theEntriesUnderAPrefixAreKeyedByTheRestOfTheKey() {
+    Properties p = new Properties();
+    p.setProperty("context.a", "1");
+    p.setProperty("context.b.c", "2");
+    p.setProperty("contextual", "no");
+    p.setProperty("other.a", "no");
+
+    assertThat(PropertiesCodec.withPrefix(p, "context.")).isEqualTo(Map.of("a", "1", "b.c", "2"));
+    assertThat(PropertiesCodec.withPrefix(p, "parameter.")).isEmpty();
   }
 }
