@@ -140,4 +140,34 @@ class EncryptedSourcesOnFileGuestTest {
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(plain.getVolumeId()).build());
     assertThat(EncryptionParameterOnFileTest.filesContaining(f.work, PASSPHRASE)).isEmpty();
   }
+
+  /**
+   * A staged encrypted volume's filesystem lives on its LUKS2 mapping, not on the loop device: a
+   * snapshot and a clone taken while it is mounted freeze that filesystem, as for a plain volume, so
+   * neither needs reflinks (the guest's data directory has none) and both hold what was written before.
+   */
+  @Test
+  void aStagedEncryptedVolumeIsCopiedFrozenThroughItsMapping() throws IOException {
+    Volume secret = f.controller.createVolume(request("staged-secret", true).build()).getVolume();
+    Path staging = f.dir("staging/staged-secret");
+    stage(secret, staging);
+    byte[] data = "written while staged".getBytes(StandardCharsets.UTF_8);
+    Files.write(staging.resolve("kept.txt"), data);
+    String snap = snapshot(secret, "staged-snap");
+    Volume clone = f.controller.createVolume(request("staged-clone", true)
+        .setVolumeContentSource(fromVolume(secret.getVolumeId())).build()).getVolume();
+    f.unstage(secret.getVolumeId(), staging);
+
+    Volume restored = f.controller.createVolume(request("staged-restored", true)
+        .setVolumeContentSource(fromSnapshot(snap)).build()).getVolume();
+    for (Volume copy : List.of(restored, clone)) {
+      Path at = f.dir("staging/" + copy.getVolumeId().replaceAll("[^A-Za-z0-9-]", "_"));
+      stage(copy, at);
+      assertThat(Files.readAllBytes(at.resolve("kept.txt"))).as(copy.getVolumeId()).isEqualTo(data);
+      f.unstage(copy.getVolumeId(), at);
+      f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(copy.getVolumeId()).build());
+    }
+    f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(snap).build());
+    f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(secret.getVolumeId()).build());
+  }
 }

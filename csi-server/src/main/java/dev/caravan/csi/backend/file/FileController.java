@@ -23,7 +23,9 @@ import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.DeviceUse;
+import dev.caravan.storage.crypt.CryptUnavailableException;
 import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -517,8 +519,9 @@ final class FileController implements ControllerBackend {
 
   /**
    * Copies the image of volume {@code volumeId} to {@code partial} as it is at one instant, for a
-   * snapshot or a clone of it. Staged here with a filesystem: the filesystem is frozen for the copy
-   * (freezing flushes dirty data). Attached with no filesystem to freeze: only a reflink is taken at
+   * snapshot or a clone of it. Staged here with a filesystem (on the loop device, or for an encrypted
+   * volume on the LUKS2 mapping over it): the filesystem is frozen for the copy (freezing flushes dirty
+   * data through the mapping to the image). Attached with no filesystem to freeze: only a reflink is taken at
    * one instant, so the copy is refused where the data directory cannot make one, decided before
    * copying and checked after (a copy_file_range fallback would be torn); a refusal leaves nothing of
    * the attempt behind ({@code forgetAttempt} drops its record). Not attached: nothing writes to it,
@@ -529,7 +532,8 @@ final class FileController implements ControllerBackend {
   private void copyAtOneInstant(String field, String volumeId, Path partial, Runnable forgetAttempt) {
     Path source = store.volumeImage(volumeId);
     Optional<LoopDevice> loop = LoopDevices.find(source);
-    Optional<Path> mounted = loop.flatMap(FileController::mountPointOf);
+    Optional<Path> mounted = loop.flatMap(l -> mountPointOf(l.device()).or(() -> mappingOver(volumeId)
+        .flatMap(FileController::mountPointOf)));
     if (mounted.isPresent()) {
       freezes.whileFrozen(volumeId, mounted.get(), () -> SparseFiles.cloneFile(source, partial));
     } else if (loop.isPresent()) {
@@ -558,13 +562,31 @@ final class FileController implements ControllerBackend {
             + " (xfs with reflink=1, btrfs)");
   }
 
-  /** Where {@code loop} is mounted on this node, if it is. */
-  private static Optional<Path> mountPointOf(LoopDevice loop) {
-    String device = loop.device().toString();
+  /** Where {@code device} is mounted on this node, if it is. */
+  private static Optional<Path> mountPointOf(Path device) {
+    String source = device.toString();
     return MountTable.read().stream()
-        .filter(e -> e.source().equals(device))
+        .filter(e -> e.source().equals(source))
         .map(MountEntry::mountPoint)
         .findFirst();
+  }
+
+  /**
+   * The device of the encrypted volume's LUKS2 mapping when it is open on the volume's loop device: the device its
+   * filesystem is mounted from, the loop device holding only the ciphertext.
+   */
+  private Optional<Path> mappingOver(String volumeId) {
+    if (Luks2.unavailableReason().isPresent()) {
+      return Optional.empty();
+    }
+    try {
+      Mapping m = Luks2.status(store.mappingName(volumeId));
+      Path image = store.volumeImage(volumeId);
+      return m.open() && m.device().filter(d -> LoopDevices.backs(d, image)).isPresent()
+          ? Optional.of(m.path()) : Optional.empty();
+    } catch (CryptUnavailableException e) {
+      return Optional.empty();
+    }
   }
 
   // ---- expansion and capacity ------------------------------------------------------------------

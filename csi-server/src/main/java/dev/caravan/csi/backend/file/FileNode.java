@@ -83,12 +83,8 @@ final class FileNode implements NodeBackend {
     });
   }
 
-  /**
-   * From the image's path: the same after a restart, and distinct for two plugins on one host whose
-   * data directories hold volumes of the same id.
-   */
   private String mappingName(VolumeRef volume) {
-    return Luks2.mappingName("caravan-file:" + store.volumeImage(volume.volumeId()).toAbsolutePath());
+    return store.mappingName(volume.volumeId());
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.file.AtomicFiles;
 import dev.caravan.storage.file.SparseFiles;
 import java.io.IOException;
@@ -87,6 +88,14 @@ final class FileStore {
 
   Path volumeImage(String id) {
     return volumes.resolve(id + ".img");
+  }
+
+  /**
+   * The name of an encrypted volume's LUKS2 mapping, from its image's path: the same after a restart,
+   * and distinct for two plugins on one host whose data directories hold volumes of the same id.
+   */
+  String mappingName(String volumeId) {
+    return Luks2.mappingName("caravan-file:" + volumeImage(volumeId).toAbsolutePath());
   }
 
   Path snapshotImage(String id) {
