@@ -1,6 +1,7 @@
 package dev.caravan.csi.scenario.model;
 
 import dev.caravan.csi.scenario.TestBackend;
+import dev.caravan.storage.testing.HostRequirements;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,7 +12,8 @@ import org.junit.jupiter.api.Test;
  * The model-based test: random sequences of CSI calls (create, from a snapshot, as a clone, delete,
  * snapshots, expand, stage, publish for mount and block at several targets, unpublish, unstage),
  * writes through the targets, duplicate and concurrent calls, bad input, restarts, kills at crash
- * points and DHV create/delete, against a real plugin over its real socket; after every step the
+ * points and DHV create/delete, encrypted volumes where the backend encrypts (with wrong and missing
+ * passphrases now and then), against a real plugin over its real socket; after every step the
  * invariants of {@link ModelChecks} and the spec's codes of {@link ModelSpec} must hold.
  *
  * <p>The seed and the step budget are fixed, so a run is repeatable; {@code -Dcaravan.model.seed},
@@ -28,15 +30,35 @@ abstract class ModelConformance {
 
   abstract ModelGenerator.Options options();
 
+  /**
+   * Options with no DHV operations and no kills, and encrypted volumes as {@code backend} can make
+   * them here ({@link ModelGenerator.Encryption}): local always (its pool has the encryption feature),
+   * file where dm-crypt is usable ({@code HostRequirements.whyNoDmCrypt}, which asks {@code
+   * HostCapabilities}), qnap never (it refuses {@code encryption=on}, and the model expects that).
+   */
+  static ModelGenerator.Options encryptionOn(TestBackend backend) {
+    return switch (backend.driver()) {
+      case "local" -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.ON);
+      case "file" -> HostRequirements.whyNoDmCrypt()
+          .map(why -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.OFF, why))
+          .orElseGet(() -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.ON));
+      default -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.REFUSED);
+    };
+  }
+
   @Test
   void randomSequencesKeepEveryInvariant() throws Exception {
     TestBackend backend = backend();
     backend.assumeAvailable();
     backend.assumeNodeSide();
+    ModelGenerator.Options options = options();
+    if (options.encryption() == ModelGenerator.Encryption.OFF) {
+      System.out.println("model run on " + backend + ": no encrypted volumes, " + options.whyNoEncryption());
+    }
     long seed = Long.getLong("caravan.model.seed", SEED);
     int steps = Integer.getInteger("caravan.model.steps", steps());
     int seeds = Integer.getInteger("caravan.model.seeds", 1);
-    ModelRunner runner = new ModelRunner(backend, options(),
+    ModelRunner runner = new ModelRunner(backend, options,
         Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 300)));
     List<String> found = new ArrayList<>();
     for (long s = seed; s < seed + seeds; s++) {

@@ -49,7 +49,8 @@ final class ModelRunner {
     };
     long first = Long.parseLong(args[1]);
     int steps = Integer.parseInt(args[3]);
-    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file")),
+    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file"),
+        ModelConformance.encryptionOn(backend).encryption()),
         Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 900)));
     for (long seed = first; seed < first + Long.parseLong(args[2]); seed++) {
       long start = System.nanoTime();
@@ -91,7 +92,7 @@ final class ModelRunner {
   private Optional<ModelFailure> run(Source source, List<ModelStep> done) throws Exception {
     PluginFixture f = PluginFixture.start(backend);
     ModelFailure failure = null;
-    try (ModelDriver d = new ModelDriver(f, options.dhv())) {
+    try (ModelDriver d = new ModelDriver(f, options)) {
       ModelChecks checks = new ModelChecks(d);
       try {
         checks.all();
