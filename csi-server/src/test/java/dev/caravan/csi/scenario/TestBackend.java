@@ -388,7 +388,8 @@ public abstract class TestBackend {
     /** Zvols below the parent dataset whose {@code keystatus} is {@code available}, by their volume id. */
     @Override
     public Set<String> volumesWithOpenKeys(Path work) {
-      String out = Zfs.run("zfs", "get", "-H", "-o", "name,value", "-t", "volume", "-r", "keystatus", parentIn(work));
+      // zfs list, which the oracle reads as nothing when the parent dataset is not there (yet, or any more)
+      String out = Zfs.run("zfs", "list", "-H", "-o", "name,keystatus", "-t", "volume", "-r", parentIn(work));
       Set<String> ids = new TreeSet<>();
       for (String line : out.isEmpty() ? List.<String>of() : List.of(out.split("\n", -1))) {
         String[] f = line.split("\t", -1);
