@@ -5,6 +5,8 @@ import dev.caravan.storage.testing.HostRequirements;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -64,6 +66,10 @@ abstract class ModelConformance {
     for (long s = seed; s < seed + seeds; s++) {
       long start = System.nanoTime();
       Optional<ModelRunner.Counterexample> c = runner.explore(s, steps);
+      Map<String, Integer> encryption = runner.encryptionCoverage();
+      System.out.println("encrypted volumes in that run (calls, by what and how answered):"
+          + (encryption.isEmpty() ? " none" : ""));
+      new TreeMap<>(encryption).forEach((what, n) -> System.out.printf("  %4d  %s%n", n, what));
       System.out.printf("model run on %s: seed %d, %d steps, %s, %d s%n", backend, s, steps,
           c.map(x -> "COUNTEREXAMPLE (" + x.failure().kind + ")").orElse("every invariant held"),
           Duration.ofNanos(System.nanoTime() - start).toSeconds());

@@ -85,6 +85,8 @@ final class ModelDriver implements AutoCloseable {
   private final long baseBytes;
   private final long growBytes;
   private ForkedPlugin forked;
+  /** What a run did with encrypted volumes, by what and how it answered: printed after the run. */
+  final Map<String, Integer> encryptionCoverage = new java.util.TreeMap<>();
   private String crash = "";
   private int generation;
 
@@ -109,6 +111,15 @@ final class ModelDriver implements AutoCloseable {
 
   long baseBytes() {
     return baseBytes;
+  }
+
+  private void cover(String what) {
+    encryptionCoverage.merge(what, 1, Integer::sum);
+  }
+
+  /** How a step's passphrase stands to the volume's: right, wrong or none. */
+  private static String role(ModelState.Vol v, ModelStep.Secret s) {
+    return s == ModelStep.Secret.NONE ? "no passphrase" : s == rightKey(v) ? "its passphrase" : "a wrong passphrase";
   }
 
   /** The passphrase {@code s} stands for; null for NONE. */
@@ -353,6 +364,11 @@ final class ModelDriver implements AutoCloseable {
       req.setVolumeContentSource(content);
     }
     Answer<Volume> a = call("CreateVolume", allowed, s.twice(), () -> ctl().createVolume(req.build()).getVolume());
+    if (s.encrypt() || (keyed != null && keyed.encrypted())) {
+      cover("CreateVolume " + (content == null ? "" : "from " + (keyed != null && keyed.encrypted() ? "an encrypted"
+          : "a plain") + " source ") + (s.encrypt() ? "encryption=on" : "encryption=off") + ", "
+          + (s.secret() == ModelStep.Secret.NONE ? "no passphrase" : "a passphrase") + ": " + a.code());
+    }
     if (a.code() != OK || m.volumes.containsKey(s.vol())) {
       if (a.code() == OK && !a.value().getVolumeId().equals(m.volumes.get(s.vol()).id)) {
         throw new ModelFailure("idempotency of CreateVolume", "a repeat of " + s.vol() + " answered another volume: "
@@ -407,8 +423,12 @@ final class ModelDriver implements AutoCloseable {
 
   private void delete(ModelStep s) {
     String id = volumeId(s.vol());
+    ModelState.Vol gone = m.volumes.get(s.vol());
     Answer<?> a = call("DeleteVolume", ModelSpec.delete(m, s.vol()), s.twice(),
         () -> ctl().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build()));
+    if (gone != null && gone.encrypted) {
+      cover("DeleteVolume of an encrypted volume: " + a.code());
+    }
     if (a.code() == OK && m.volumes.remove(s.vol()) != null) {
       m.formerIds.put("volume " + s.vol(), id);
     }
@@ -447,6 +467,9 @@ final class ModelDriver implements AutoCloseable {
     Answer<ControllerExpandVolumeResponse> a = call("ControllerExpandVolume", ModelSpec.controllerExpand(m, s.vol()),
         s.twice(), () -> ctl().controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
             .setCapacityRange(Caps.bytes(want)).build()));
+    if (v != null && v.encrypted) {
+      cover("ControllerExpandVolume of an encrypted volume, " + (v.staged ? "staged" : "not staged") + ": " + a.code());
+    }
     if (a.code() != OK) {
       return;
     }
@@ -463,10 +486,13 @@ final class ModelDriver implements AutoCloseable {
     Path path = v.targets.isEmpty() ? staging(v.name) : target(v, v.targets.keySet().iterator().next());
     // A refused NodeExpandVolume changes nothing the model holds: the device keeps its size until a
     // later expansion or stage grows it, and every check must hold as before.
-    call("NodeExpandVolume", ModelSpec.nodeExpand(m, v, s.secret()), false, () -> node().nodeExpandVolume(
+    Answer<?> grown = call("NodeExpandVolume", ModelSpec.nodeExpand(m, v, s.secret()), false, () -> node().nodeExpandVolume(
         NodeExpandVolumeRequest.newBuilder().setVolumeId(v.id).setVolumePath(path.toString())
             .setStagingTargetPath(staging(v.name).toString()).setVolumeCapability(cap(v.block, v.mode))
             .setCapacityRange(Caps.bytes(v.bytes)).putAllSecrets(secrets(s.secret())).build()));
+    if (v.encrypted) {
+      cover("NodeExpandVolume of an encrypted volume with " + role(v, s.secret()) + ": " + grown.code());
+    }
   }
 
   private void stage(String name, boolean wrongAccessType, ModelStep.Secret secret, boolean twice) throws IOException {
@@ -486,6 +512,11 @@ final class ModelDriver implements AutoCloseable {
         () -> node().nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).putAllVolumeContext(context)
             .setStagingTargetPath(staging.toString()).setVolumeCapability(cap(block, mode))
             .putAllSecrets(secrets(secret)).build()));
+    if (v != null && v.encrypted) {
+      cover("NodeStageVolume of an encrypted " + (v.block ? "block" : "mount") + " volume"
+          + (v.key == null ? " not keyed yet" : "") + (v.staged ? " staged already" : "") + " with "
+          + role(v, secret) + ": " + a.code());
+    }
     if (a.code() == OK && v != null) {
       v.staged = true;
       v.formatted |= !v.block;
@@ -569,6 +600,9 @@ final class ModelDriver implements AutoCloseable {
           + " at " + target + ": " + e, e);
     }
     v.records += count;
+    if (v.encrypted) {
+      cover("records written through an encrypted volume");
+    }
   }
 
   /**
@@ -597,6 +631,9 @@ final class ModelDriver implements AutoCloseable {
     stage(name, false, rightKey(v), false);
     publish(name, VERIFY_TARGET, true, false);
     expectRecords(v, logAt(target(v, VERIFY_TARGET), v.block));
+    if (v.encrypted && v.records > 0) {
+      cover("records read back from an encrypted volume staged again");
+    }
     unpublish(name, VERIFY_TARGET, false);
     unstage(name, false);
   }

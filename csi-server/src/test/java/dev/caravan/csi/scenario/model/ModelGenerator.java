@@ -47,6 +47,9 @@ final class ModelGenerator {
   private final Random random;
   private final Options options;
   private final ModelState.Crypto crypto;
+  /** Whether this run has drawn its first encrypted create, and its first stage with a wrong passphrase. */
+  private boolean drewEncrypted;
+  private boolean drewWrongStage;
   private final List<KillConformance.Case> crashPoints;
   /** Volumes grow no further than this: a few expansions each. */
   private final long largest;
@@ -97,10 +100,10 @@ final class ModelGenerator {
     } else if (r < 39) {
       String v = volume(m);
       ModelState.Vol vol = m.volumes.get(v);
-      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v).withSecret(secretFor(vol)));
+      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v).withSecret(secretFor(vol, false)));
     } else if (r < 52) {
       String v = pick(m, x -> !x.staged);
-      return maybeTwice(ModelStep.of(Op.STAGE, v).withFlag(random.nextInt(20) == 0).withSecret(secretFor(m.volumes.get(v))));
+      return maybeTwice(ModelStep.of(Op.STAGE, v).withFlag(random.nextInt(20) == 0).withSecret(secretFor(m.volumes.get(v), true)));
     } else if (r < 67) {
       return maybeTwice(ModelStep.of(Op.PUBLISH, pick(m, v -> v.staged)).withN(random.nextInt(TARGETS))
           .withFlag(random.nextInt(4) == 0));
@@ -192,16 +195,23 @@ final class ModelGenerator {
   }
 
   /**
-   * A new volume, encrypted now and then: one create in six where the backend encrypts (one in eight
-   * of those without its passphrase), one in ten as a probe of the refusal where the backend documents
-   * one. Nothing more is drawn where encryption is OFF, so such a run draws what it drew before.
+   * A new volume, encrypted now and then: where the backend encrypts, a run's first create (so that a
+   * short run covers encryption too) and then one in six (one in eight of those without the
+   * passphrase); where the backend documents a refusal, one in ten, as a probe of it. Nothing more is
+   * drawn where encryption is OFF, so such a run draws what it drew before.
    */
   private ModelStep encrypted(ModelStep s) {
     return switch (options.encryption()) {
       case OFF -> s;
       case REFUSED -> random.nextInt(10) == 0 ? s.encrypted(true).withSecret(ModelStep.Secret.KEY) : s;
-      case ON -> random.nextInt(6) != 0 ? s
-          : s.encrypted(true).withSecret(random.nextInt(8) == 0 ? ModelStep.Secret.NONE : ModelStep.Secret.KEY);
+      case ON -> {
+        if (!drewEncrypted) {
+          drewEncrypted = true;
+          yield s.encrypted(true).withSecret(ModelStep.Secret.KEY);
+        }
+        yield random.nextInt(6) != 0 ? s
+            : s.encrypted(true).withSecret(random.nextInt(8) == 0 ? ModelStep.Secret.NONE : ModelStep.Secret.KEY);
+      }
     };
   }
 
@@ -233,11 +243,17 @@ final class ModelGenerator {
 
   /**
    * The secrets of a stage or expand of {@code v}: none for a plain volume; for an encrypted one its
-   * passphrase, and one time in eight another (when it has one to be wrong about) or none.
+   * passphrase, and one time in eight another (when it has one to be wrong about) or none. A run's
+   * first stage of an encrypted volume that has a passphrase brings the other one, so that a short run
+   * covers the refusal, and the model's next stage of it with the right one.
    */
-  private ModelStep.Secret secretFor(ModelState.Vol v) {
+  private ModelStep.Secret secretFor(ModelState.Vol v, boolean stage) {
     if (v == null || !v.encrypted) {
       return ModelStep.Secret.NONE;
+    }
+    if (stage && !drewWrongStage && v.key != null && !v.staged) {
+      drewWrongStage = true;
+      return v.key.other();
     }
     int r = random.nextInt(16);
     if (r == 0 && v.key != null) {
