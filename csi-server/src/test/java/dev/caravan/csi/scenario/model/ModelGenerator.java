@@ -47,9 +47,17 @@ final class ModelGenerator {
   private final Random random;
   private final Options options;
   private final ModelState.Crypto crypto;
-  /** Whether this run has drawn its first encrypted create, and its first stage with a wrong passphrase. */
+  /** Whether this run has drawn its first encrypted create, and its first stage with the wrong passphrase. */
   private boolean drewEncrypted;
   private boolean drewWrongStage;
+  /** Stage draws this run gave to an encrypted volume before any other ({@link #FIRST_ENCRYPTED_STAGES}). */
+  private int encryptedStages;
+  /**
+   * A run's first stage draws go to an encrypted volume while one is unstaged: the first of a volume
+   * with a passphrase brings the other one, the next the right one. Without it a short run (local's 40
+   * steps) would seldom stage the one encrypted volume it makes among several plain ones.
+   */
+  private static final int FIRST_ENCRYPTED_STAGES = 3;
   private final List<KillConformance.Case> crashPoints;
   /** Volumes grow no further than this: a few expansions each. */
   private final long largest;
@@ -100,10 +108,19 @@ final class ModelGenerator {
     } else if (r < 39) {
       String v = volume(m);
       ModelState.Vol vol = m.volumes.get(v);
-      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v).withSecret(secretFor(vol, false)));
+      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v).withSecret(secretFor(vol)));
     } else if (r < 52) {
+      if (options.encryption() == Encryption.ON && encryptedStages < FIRST_ENCRYPTED_STAGES) {
+        ModelState.Vol e = m.volumes.values().stream().filter(x -> x.encrypted && !x.staged).findFirst().orElse(null);
+        if (e != null) {
+          encryptedStages++;
+          boolean wrong = !drewWrongStage && e.key != null;
+          drewWrongStage |= wrong;
+          return ModelStep.of(Op.STAGE, e.name).withSecret(wrong ? e.key.other() : ModelDriver.rightKey(e));
+        }
+      }
       String v = pick(m, x -> !x.staged);
-      return maybeTwice(ModelStep.of(Op.STAGE, v).withFlag(random.nextInt(20) == 0).withSecret(secretFor(m.volumes.get(v), true)));
+      return maybeTwice(ModelStep.of(Op.STAGE, v).withFlag(random.nextInt(20) == 0).withSecret(secretFor(m.volumes.get(v))));
     } else if (r < 67) {
       return maybeTwice(ModelStep.of(Op.PUBLISH, pick(m, v -> v.staged)).withN(random.nextInt(TARGETS))
           .withFlag(random.nextInt(4) == 0));
@@ -243,17 +260,11 @@ final class ModelGenerator {
 
   /**
    * The secrets of a stage or expand of {@code v}: none for a plain volume; for an encrypted one its
-   * passphrase, and one time in eight another (when it has one to be wrong about) or none. A run's
-   * first stage of an encrypted volume that has a passphrase brings the other one, so that a short run
-   * covers the refusal, and the model's next stage of it with the right one.
+   * passphrase, and one time in eight another (when it has one to be wrong about) or none.
    */
-  private ModelStep.Secret secretFor(ModelState.Vol v, boolean stage) {
+  private ModelStep.Secret secretFor(ModelState.Vol v) {
     if (v == null || !v.encrypted) {
       return ModelStep.Secret.NONE;
-    }
-    if (stage && !drewWrongStage && v.key != null && !v.staged) {
-      drewWrongStage = true;
-      return v.key.other();
     }
     int r = random.nextInt(16);
     if (r == 0 && v.key != null) {
