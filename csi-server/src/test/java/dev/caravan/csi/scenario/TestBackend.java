@@ -5,8 +5,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.backend.qnap.SimulatedAppliance;
 import dev.caravan.csi.testing.GuestCommands;
+import dev.caravan.storage.HostCapabilities;
+import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.crypt.KeySlotCost;
+import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.testing.GuestIscsi;
 import dev.caravan.storage.testing.HostRequirements;
 import dev.caravan.storage.zfs.Pbkdf2Iters;
@@ -115,6 +119,15 @@ public abstract class TestBackend {
    */
   List<String> leftoversOf(Path work, Map<String, String> volumeContext) {
     return List.of();
+  }
+
+  /**
+   * The volumes of {@code work} whose key is open on this node, seen without the plugin: a loaded ZFS
+   * key (local), an open LUKS2 mapping on a loop device over the volume's image (file); empty for a
+   * backend that does not encrypt.
+   */
+  public Set<String> volumesWithOpenKeys(Path work) throws IOException {
+    return Set.of();
   }
 
   /** A volume id this backend could have issued for {@code work}, of a volume that does not exist. */
@@ -267,6 +280,27 @@ public abstract class TestBackend {
       return 64L << 30;
     }
 
+    /** Open mappings named {@code caravan-*} whose device is a loop device over an image of {@code work}. */
+    @Override
+    public Set<String> volumesWithOpenKeys(Path work) throws IOException {
+      Path mapper = Path.of("/dev/mapper");
+      if (!HostCapabilities.current().hasDmCrypt() || !Files.isDirectory(mapper)) {
+        return Set.of();
+      }
+      Path volumes = work.resolve("data/volumes");
+      Map<Path, Path> loops = LoopDevices.list().stream().filter(l -> l.backingFile().startsWith(volumes))
+          .collect(Collectors.toMap(LoopDevice::device, LoopDevice::backingFile, (a, b) -> a));
+      Set<String> ids = new TreeSet<>();
+      try (Stream<Path> names = Files.list(mapper)) {
+        for (Path p : names.filter(n -> n.getFileName().toString().startsWith("caravan-")).toList()) {
+          Mapping m = Luks2.status(p.getFileName().toString());
+          Optional<Path> image = m.open() ? m.device().map(loops::get) : Optional.empty();
+          image.ifPresent(i -> ids.add(i.getFileName().toString().replaceFirst("\\.img$", "")));
+        }
+      }
+      return ids;
+    }
+
     @Override
     public String absentVolumeId(Path work) {
       return "vol-absent-0123456789ab";
@@ -349,6 +383,21 @@ public abstract class TestBackend {
     @Override
     public Set<String> attachedDevices(Path work) {
       return Set.of();
+    }
+
+    /** Zvols below the parent dataset whose {@code keystatus} is {@code available}, by their volume id. */
+    @Override
+    public Set<String> volumesWithOpenKeys(Path work) {
+      // zfs list, which the oracle reads as nothing when the parent dataset is not there (yet, or any more)
+      String out = Zfs.run("zfs", "list", "-H", "-o", "name,keystatus", "-t", "volume", "-r", parentIn(work));
+      Set<String> ids = new TreeSet<>();
+      for (String line : out.isEmpty() ? List.<String>of() : List.of(out.split("\n", -1))) {
+        String[] f = line.split("\t", -1);
+        if (f.length == 2 && f[1].equals("available")) {
+          ids.add("local/v1/" + nodeId() + "/" + f[0]);
+        }
+      }
+      return ids;
     }
 
     @Override

@@ -51,7 +51,7 @@ final class ModelBadInput {
     switch (s.n()) {
       case 0 -> d.bad("NodeStageVolume without volume_id", ModelDriver.INVALID, () -> d.nodeStub().nodeStageVolume(
           NodeStageVolumeRequest.newBuilder().setStagingTargetPath(staging.toString()).setVolumeCapability(cap).build()));
-      case 1 -> d.bad("NodeStageVolume without volume_capability", orState(ModelSpec.stage(m, name, false)),
+      case 1 -> d.bad("NodeStageVolume without volume_capability", orState(ModelSpec.stage(m, name, false, ModelStep.Secret.NONE)),
           () -> d.nodeStub().nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id)
               .setStagingTargetPath(staging.toString()).build()));
       case 2 -> d.bad("NodePublishVolume with target_path outside the allowed roots",
@@ -82,7 +82,7 @@ final class ModelBadInput {
           () -> d.controller().controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
               .build()));
       case 10 -> d.bad("NodeStageVolume with staging_target_path outside the allowed roots",
-          orState(ModelSpec.stage(m, name, false)), () -> d.nodeStub().nodeStageVolume(NodeStageVolumeRequest
+          orState(ModelSpec.stage(m, name, false, ModelStep.Secret.NONE)), () -> d.nodeStub().nodeStageVolume(NodeStageVolumeRequest
               .newBuilder().setVolumeId(id).setStagingTargetPath(out.toString()).setVolumeCapability(cap).build()));
       case 11 -> d.bad("NodeUnstageVolume without staging_target_path", ModelDriver.INVALID, () -> d.nodeStub()
           .nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(id).build()));

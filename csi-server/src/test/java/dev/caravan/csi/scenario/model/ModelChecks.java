@@ -4,7 +4,9 @@ import dev.caravan.csi.v1.ListSnapshotsRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
+import dev.caravan.storage.testing.Bytes;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -36,9 +38,48 @@ final class ModelChecks {
     noSecondWriter(table);
     nothingOutside(table);
     devicesAndJournal();
+    keysAreTheModels();
     listsAreTheModels();
     publishedDataIsIntact();
   }
+
+  /**
+   * The key of an encrypted volume is open on the node exactly while it is staged: a loaded ZFS key, an
+   * open LUKS2 mapping. A refused stage (wrong or missing passphrase) opened nothing, an unstage
+   * closed what its stage opened, and CreateVolume (of a copy too) left no key loaded.
+   */
+  private void keysAreTheModels() throws IOException {
+    Set<String> open = d.f.backend.volumesWithOpenKeys(d.f.work);
+    if (!open.equals(d.m.openKeys())) {
+      throw new ModelFailure("host matches the model", "keys open on the node for " + open
+          + ", the model's staged encrypted volumes are " + d.m.openKeys());
+    }
+  }
+
+  /**
+   * No passphrase of the run in any file the plugin wrote under the run's directory (records, journal,
+   * logs); volume images larger than {@value #LARGEST_SCANNED} bytes, which hold a volume's blocks and
+   * no file of the plugin's, are not read.
+   */
+  private void noPassphraseInFiles() throws IOException {
+    List<byte[]> needles = ModelDriver.passphrases().stream().map(p -> p.getBytes(StandardCharsets.UTF_8)).toList();
+    List<Path> holding = new ArrayList<>();
+    try (Stream<Path> s = Files.walk(d.f.work)) {
+      for (Path p : s.filter(Files::isRegularFile).toList()) {
+        if (Files.size(p) <= LARGEST_SCANNED) {
+          byte[] bytes = Files.readAllBytes(p);
+          if (needles.stream().anyMatch(n -> Bytes.contains(bytes, n))) {
+            holding.add(p);
+          }
+        }
+      }
+    }
+    if (!holding.isEmpty()) {
+      throw new ModelFailure("no secret in a file", "a passphrase is written in " + holding);
+    }
+  }
+
+  private static final long LARGEST_SCANNED = 8L << 20;
 
   /** Every mount under the fixture is one the model holds (a staging path, a target, a DHV volume), and each is there, ro or rw as published. */
   private void mountsAreTheModels(List<MountEntry> table) throws IOException {
@@ -234,5 +275,7 @@ final class ModelChecks {
           + objects);
     }
     devicesAndJournal();
+    keysAreTheModels();
+    noPassphraseInFiles();
   }
 }

@@ -3,10 +3,10 @@ package dev.caravan.csi.scenario.model;
 import dev.caravan.csi.scenario.TestBackend;
 
 /**
- * The model-based test on the local backend (real OpenZFS zvols, in the guest): a smaller budget, and
- * neither kills nor DHV operations, each of which starts a JVM (minutes under TCG); the crash points
- * are cased one by one in {@code KillConformanceOnLocalTest}, and the shared node code is killed at
- * every step by the file backend's model run.
+ * The model-based test on the local backend (real OpenZFS zvols, some with native encryption, in the
+ * guest): a smaller budget, and neither kills nor DHV operations, each of which starts a JVM (minutes
+ * under TCG); the crash points are cased one by one in {@code KillConformanceOnLocalTest}, and the
+ * shared node code is killed at every step by the file backend's model run.
  */
 class ModelConformanceOnLocalTest extends ModelConformance {
   @Override
@@ -21,6 +21,6 @@ class ModelConformanceOnLocalTest extends ModelConformance {
 
   @Override
   ModelGenerator.Options options() {
-    return new ModelGenerator.Options(false, false);
+    return encryptionOn(backend());
   }
 }

@@ -70,19 +70,31 @@ final class ModelDriver implements AutoCloseable {
   /** The target number VERIFY publishes at: above any the generator uses. */
   static final int VERIFY_TARGET = 9;
 
+  /**
+   * The two passphrases of a run ({@link ModelStep.Secret}): steps name them by role only, and every
+   * message the model prints goes through {@link ModelFailure#redact}, so neither appears in a report.
+   */
+  private static final String KEY = "model-run-passphrase-Tq83";
+  private static final String OTHER_KEY = "another-model-passphrase-Wz51";
+
   final PluginFixture f;
-  final ModelState m = new ModelState();
+  final ModelState m;
   /** Absolute paths outside every allowed root that bad requests name; nothing may appear there. */
   final Path outside;
   private final DhvEnv.Node dhvNode;
   private final long baseBytes;
   private final long growBytes;
   private ForkedPlugin forked;
+  /** What a run did with encrypted volumes, by what and how it answered: printed after the run. */
+  final Map<String, Integer> encryptionCoverage = new java.util.TreeMap<>();
   private String crash = "";
   private int generation;
 
-  ModelDriver(PluginFixture f, boolean dhv) throws IOException {
+  ModelDriver(PluginFixture f, ModelGenerator.Options options) throws IOException {
+    boolean dhv = options.dhv();
     this.f = f;
+    this.m = new ModelState(ModelState.Crypto.of(f.backend.driver(),
+        options.encryption() == ModelGenerator.Encryption.ON));
     this.outside = Files.createTempDirectory("caravan-model-outside-");
     this.baseBytes = f.backend.sizeFor("ext4");
     this.growBytes = Math.max(f.backend.sizeUnit(), 16L << 20);
@@ -101,6 +113,41 @@ final class ModelDriver implements AutoCloseable {
     return baseBytes;
   }
 
+  private void cover(String what) {
+    encryptionCoverage.merge(what, 1, Integer::sum);
+  }
+
+  /** How a step's passphrase stands to the volume's: right, wrong or none. */
+  private static String role(ModelState.Vol v, ModelStep.Secret s) {
+    return s == ModelStep.Secret.NONE ? "no passphrase" : s == rightKey(v) ? "its passphrase" : "a wrong passphrase";
+  }
+
+  /** The passphrase {@code s} stands for; null for NONE. */
+  static String passphrase(ModelStep.Secret s) {
+    return switch (s) {
+      case NONE -> null;
+      case KEY -> KEY;
+      case OTHER_KEY -> OTHER_KEY;
+    };
+  }
+
+  /** Every passphrase a run uses, for the checks that none of them leaks. */
+  static List<String> passphrases() {
+    return List.of(KEY, OTHER_KEY);
+  }
+
+  /** The secrets map a request carries for {@code s}. */
+  private static Map<String, String> secrets(ModelStep.Secret s) {
+    return s == ModelStep.Secret.NONE ? Map.of() : Map.of(ENCRYPTION_SECRET, passphrase(s));
+  }
+
+  /** The key of the CSI secrets map that holds the passphrase (docs/encryption.md). */
+  private static final String ENCRYPTION_SECRET = "encryptionPassphrase";
+
+  /** The passphrase that opens {@code v} (or keys it, if it has none yet); KEY for an unknown volume. */
+  static ModelStep.Secret rightKey(ModelState.Vol v) {
+    return v == null || v.key == null ? ModelStep.Secret.KEY : v.key;
+  }
   Path dhvVolumesDir() {
     return dhvNode == null ? f.work.resolve("dhv/host_volumes") : dhvNode.volumesDir();
   }
@@ -241,6 +288,11 @@ final class ModelDriver implements AutoCloseable {
         || a.message().contains("\tat "))) {
       throw new ModelFailure("error message of " + rpc, "not a message for people: '" + a.message() + "'");
     }
+    if (passphrases().stream().anyMatch(a.message()::contains)) {
+      // ModelFailure redacts it: the report says that it leaked, not what
+      throw new ModelFailure("no secret in a message", rpc + " answered " + a.code() + " with a passphrase in its"
+          + " message: '" + a.message() + "'");
+    }
   }
 
   // ---- the steps -------------------------------------------------------------------------------
@@ -251,14 +303,14 @@ final class ModelDriver implements AutoCloseable {
     }
     try {
       switch (s.op()) {
-        case CREATE -> create(s, s.flag(), s.n(), "", null);
+        case CREATE -> create(s, s.flag(), s.n(), "", null, baseBytes, true, null);
         case CREATE_FROM_SNAPSHOT -> createFromSnapshot(s);
         case CLONE -> cloneVolume(s);
         case DELETE -> delete(s);
         case SNAPSHOT -> snapshot(s);
         case DELETE_SNAPSHOT -> deleteSnapshot(s);
         case EXPAND -> expand(s);
-        case STAGE -> stage(s.vol(), s.flag(), s.twice());
+        case STAGE -> stage(s.vol(), s.flag(), s.secret(), s.twice());
         case PUBLISH -> publish(s.vol(), s.n(), s.flag(), s.twice());
         case UNPUBLISH -> unpublish(s.vol(), s.n(), s.twice());
         case UNSTAGE -> unstage(s.vol(), s.twice());
@@ -293,21 +345,30 @@ final class ModelDriver implements AutoCloseable {
     f.startPlugin();
   }
 
-  private void create(ModelStep s, boolean block, int mode, String source, VolumeContentSource content) {
-    create(s, block, mode, source, content, baseBytes, true);
-  }
-
+  /**
+   * CreateVolume of {@code s.vol()}, empty or from {@code source} (which the model holds as {@code keyed},
+   * null when absent or empty), with {@code parameters.encryption=on} and the passphrase as the step says.
+   */
   private void create(ModelStep s, boolean block, int mode, String source, VolumeContentSource content, long bytes,
-      boolean sourceExists) {
-    String request = (source.isEmpty() ? "empty" : source) + " " + (block ? "block" : "mount") + " " + bytes;
-    Set<Code> allowed = ModelSpec.create(m, s.vol(), request, mode, sourceExists);
+      boolean sourceExists, ModelSpec.Keyed keyed) {
+    String request = (source.isEmpty() ? "empty" : source) + " " + (block ? "block" : "mount")
+        + (s.encrypt() ? " encrypted" : "") + " " + bytes;
+    Set<Code> allowed = ModelSpec.create(m, s.vol(), request, mode, sourceExists, s.encrypt(), s.secret(), keyed);
     CreateVolumeRequest.Builder req = CreateVolumeRequest.newBuilder().setName(s.vol())
         .addVolumeCapabilities(cap(block, mode)).setCapacityRange(Caps.bytes(bytes)).putAllParameters(
-            f.backend.sparseParameters());
+            f.backend.sparseParameters()).putAllSecrets(secrets(s.secret()));
+    if (s.encrypt()) {
+      req.putParameters("encryption", "on");
+    }
     if (content != null) {
       req.setVolumeContentSource(content);
     }
     Answer<Volume> a = call("CreateVolume", allowed, s.twice(), () -> ctl().createVolume(req.build()).getVolume());
+    if (s.encrypt() || (keyed != null && keyed.encrypted())) {
+      cover("CreateVolume " + (content == null ? "" : "from " + (keyed != null && keyed.encrypted() ? "an encrypted"
+          : "a plain") + " source ") + (s.encrypt() ? "encryption=on" : "encryption=off") + ", "
+          + (s.secret() == ModelStep.Secret.NONE ? "no passphrase" : "a passphrase") + ": " + a.code());
+    }
     if (a.code() != OK || m.volumes.containsKey(s.vol())) {
       if (a.code() == OK && !a.value().getVolumeId().equals(m.volumes.get(s.vol()).id)) {
         throw new ModelFailure("idempotency of CreateVolume", "a repeat of " + s.vol() + " answered another volume: "
@@ -321,8 +382,12 @@ final class ModelDriver implements AutoCloseable {
           + bytes);
     }
     String from = source.startsWith("snapshot ") ? source.substring("snapshot ".length()) : null;
+    // A copy opens with its source's passphrase (it holds the source's blocks, key or header included);
+    // a new encrypted zvol is keyed at create, a new encrypted file volume at its first stage.
+    ModelStep.Secret key = !s.encrypt() ? null : keyed != null ? keyed.key()
+        : m.crypto.keyedAtCreate() ? s.secret() : null;
     ModelState.Vol vol = new ModelState.Vol(s.vol(), v.getVolumeId(), v.getVolumeContextMap(), block, mode, request,
-        v.getCapacityBytes(), from);
+        v.getCapacityBytes(), from, s.encrypt(), key);
     m.volumes.put(s.vol(), vol);
   }
 
@@ -333,7 +398,8 @@ final class ModelDriver implements AutoCloseable {
     boolean block = snap != null && snap.block();
     long bytes = snap == null ? baseBytes : snap.bytes();
     boolean existed = m.volumes.containsKey(s.vol());
-    create(s, block, ModelState.SINGLE_WRITER, "snapshot " + s.other(), content, bytes, snap != null);
+    create(s, block, ModelState.SINGLE_WRITER, "snapshot " + s.other(), content, bytes, snap != null,
+        snap == null ? null : new ModelSpec.Keyed(snap.encrypted(), snap.key()));
     ModelState.Vol v = m.volumes.get(s.vol());
     if (!existed && v != null) {
       v.records = snap.records();
@@ -347,7 +413,7 @@ final class ModelDriver implements AutoCloseable {
         VolumeContentSource.VolumeSource.newBuilder().setVolumeId(volumeId(s.other()))).build();
     boolean existed = m.volumes.containsKey(s.vol());
     create(s, src != null && src.block, ModelState.SINGLE_WRITER, "volume " + s.other(), content,
-        src == null ? baseBytes : src.bytes, src != null);
+        src == null ? baseBytes : src.bytes, src != null, src == null ? null : new ModelSpec.Keyed(src.encrypted, src.key));
     ModelState.Vol v = m.volumes.get(s.vol());
     if (!existed && v != null) {
       v.records = src.records;
@@ -357,8 +423,12 @@ final class ModelDriver implements AutoCloseable {
 
   private void delete(ModelStep s) {
     String id = volumeId(s.vol());
+    ModelState.Vol gone = m.volumes.get(s.vol());
     Answer<?> a = call("DeleteVolume", ModelSpec.delete(m, s.vol()), s.twice(),
         () -> ctl().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build()));
+    if (gone != null && gone.encrypted) {
+      cover("DeleteVolume of an encrypted volume: " + a.code());
+    }
     if (a.code() == OK && m.volumes.remove(s.vol()) != null) {
       m.formerIds.put("volume " + s.vol(), id);
     }
@@ -377,7 +447,7 @@ final class ModelDriver implements AutoCloseable {
     }
     ModelState.Vol v = m.volumes.get(s.vol());
     m.snapshots.put(s.other(), new ModelState.Snap(s.other(), a.value().getSnapshotId(), s.vol(), v.block, v.bytes,
-        v.records, v.formatted));
+        v.records, v.formatted, v.encrypted, v.key));
   }
 
   private void deleteSnapshot(ModelStep s) {
@@ -397,6 +467,9 @@ final class ModelDriver implements AutoCloseable {
     Answer<ControllerExpandVolumeResponse> a = call("ControllerExpandVolume", ModelSpec.controllerExpand(m, s.vol()),
         s.twice(), () -> ctl().controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
             .setCapacityRange(Caps.bytes(want)).build()));
+    if (v != null && v.encrypted) {
+      cover("ControllerExpandVolume of an encrypted volume, " + (v.staged ? "staged" : "not staged") + ": " + a.code());
+    }
     if (a.code() != OK) {
       return;
     }
@@ -411,12 +484,18 @@ final class ModelDriver implements AutoCloseable {
       return; // ext4 online resize needs CAP_SYS_RESOURCE; the growth then happens at the next stage
     }
     Path path = v.targets.isEmpty() ? staging(v.name) : target(v, v.targets.keySet().iterator().next());
-    call("NodeExpandVolume", EnumSet.of(OK), false, () -> node().nodeExpandVolume(NodeExpandVolumeRequest.newBuilder()
-        .setVolumeId(v.id).setVolumePath(path.toString()).setStagingTargetPath(staging(v.name).toString())
-        .setVolumeCapability(cap(v.block, v.mode)).setCapacityRange(Caps.bytes(v.bytes)).build()));
+    // A refused NodeExpandVolume changes nothing the model holds: the device keeps its size until a
+    // later expansion or stage grows it, and every check must hold as before.
+    Answer<?> grown = call("NodeExpandVolume", ModelSpec.nodeExpand(m, v, s.secret()), false, () -> node().nodeExpandVolume(
+        NodeExpandVolumeRequest.newBuilder().setVolumeId(v.id).setVolumePath(path.toString())
+            .setStagingTargetPath(staging(v.name).toString()).setVolumeCapability(cap(v.block, v.mode))
+            .setCapacityRange(Caps.bytes(v.bytes)).putAllSecrets(secrets(s.secret())).build()));
+    if (v.encrypted) {
+      cover("NodeExpandVolume of an encrypted volume with " + role(v, s.secret()) + ": " + grown.code());
+    }
   }
 
-  private void stage(String name, boolean wrongAccessType, boolean twice) throws IOException {
+  private void stage(String name, boolean wrongAccessType, ModelStep.Secret secret, boolean twice) throws IOException {
     ModelState.Vol v = m.volumes.get(name);
     boolean block = v != null && (v.block != wrongAccessType);
     int mode = v == null ? ModelState.SINGLE_WRITER : v.mode;
@@ -429,12 +508,21 @@ final class ModelDriver implements AutoCloseable {
     }
     Path staging = staging(name);
     Map<String, String> context = v == null ? Map.of() : v.context;
-    Answer<?> a = call("NodeStageVolume", ModelSpec.stage(m, name, wrongAccessType), twice,
+    Answer<?> a = call("NodeStageVolume", ModelSpec.stage(m, name, wrongAccessType, secret), twice,
         () -> node().nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(id).putAllVolumeContext(context)
-            .setStagingTargetPath(staging.toString()).setVolumeCapability(cap(block, mode)).build()));
+            .setStagingTargetPath(staging.toString()).setVolumeCapability(cap(block, mode))
+            .putAllSecrets(secrets(secret)).build()));
+    if (v != null && v.encrypted) {
+      cover("NodeStageVolume of an encrypted " + (v.block ? "block" : "mount") + " volume"
+          + (v.key == null ? " not keyed yet" : "") + (v.staged ? " staged already" : "") + " with "
+          + role(v, secret) + ": " + a.code());
+    }
     if (a.code() == OK && v != null) {
       v.staged = true;
       v.formatted |= !v.block;
+      if (v.encrypted && v.key == null) {
+        v.key = secret; // the first stage of an encrypted file volume formats LUKS2 with its passphrase
+      }
     }
   }
 
@@ -512,6 +600,9 @@ final class ModelDriver implements AutoCloseable {
           + " at " + target + ": " + e, e);
     }
     v.records += count;
+    if (v.encrypted) {
+      cover("records written through an encrypted volume");
+    }
   }
 
   /**
@@ -537,9 +628,12 @@ final class ModelDriver implements AutoCloseable {
     if (v.records == 0 && !v.formatted) {
       return; // nothing written yet: staging it would only format it
     }
-    stage(name, false, false);
+    stage(name, false, rightKey(v), false);
     publish(name, VERIFY_TARGET, true, false);
     expectRecords(v, logAt(target(v, VERIFY_TARGET), v.block));
+    if (v.encrypted && v.records > 0) {
+      cover("records read back from an encrypted volume staged again");
+    }
     unpublish(name, VERIFY_TARGET, false);
     unstage(name, false);
   }

@@ -21,11 +21,43 @@ final class ModelGenerator {
   /**
    * What a run may do beyond plain CSI calls: DHV operations (each starts the DHV plugin's JVM) and
    * kills at crash points (each starts a {@code caravan serve} process); under TCG both cost minutes.
+   * And whether it makes encrypted volumes ({@link Encryption}); {@code whyNoEncryption} says why not,
+   * when {@link Encryption#OFF}.
    */
-  record Options(boolean dhv, boolean kills) {}
+  record Options(boolean dhv, boolean kills, Encryption encryption, String whyNoEncryption) {
+    Options(boolean dhv, boolean kills, Encryption encryption) {
+      this(dhv, kills, encryption, "");
+    }
+  }
+
+  /**
+   * Encrypted volumes in a run. ON: the backend encrypts on this host (local: ZFS native encryption;
+   * file: LUKS2, where dm-crypt is usable), and a modest share of the volumes a run makes are
+   * encrypted, with wrong and missing passphrases now and then. REFUSED: the backend documents that it
+   * refuses {@code encryption=on} (qnap): now and then a create asks for it, and the model expects the
+   * refusal. OFF: this host cannot encrypt (the file backend without dm-crypt): nothing encrypted is
+   * drawn, and the run's output says why.
+   */
+  enum Encryption {
+    ON,
+    REFUSED,
+    OFF
+  }
 
   private final Random random;
   private final Options options;
+  private final ModelState.Crypto crypto;
+  /** Whether this run has drawn its first encrypted create, and its first stage with the wrong passphrase. */
+  private boolean drewEncrypted;
+  private boolean drewWrongStage;
+  /** Stage draws this run gave to an encrypted volume before any other ({@link #FIRST_ENCRYPTED_STAGES}). */
+  private int encryptedStages;
+  /**
+   * A run's first stage draws go to an encrypted volume while one is unstaged: the first of a volume
+   * with a passphrase brings the other one, the next the right one. Without it a short run (local's 40
+   * steps) would seldom stage the one encrypted volume it makes among several plain ones.
+   */
+  private static final int FIRST_ENCRYPTED_STAGES = 3;
   private final List<KillConformance.Case> crashPoints;
   /** Volumes grow no further than this: a few expansions each. */
   private final long largest;
@@ -34,7 +66,12 @@ final class ModelGenerator {
     this.random = new Random(seed);
     this.largest = 3 * backend.sizeFor("ext4");
     this.options = options;
-    this.crashPoints = KillConformance.MATRIX.stream().filter(c -> c.where().reachedBy(backend)).toList();
+    this.crypto = ModelState.Crypto.of(backend.driver(), options.encryption() == Encryption.ON);
+    // The file backend's LUKS2 crash points are reached by its encrypted volumes, which a run with
+    // encryption makes beside plain ones (KillConformance reaches them with an encrypted-only backend).
+    boolean luks = backend.driver().equals("file") && options.encryption() == Encryption.ON;
+    this.crashPoints = KillConformance.MATRIX.stream()
+        .filter(c -> c.where().reachedBy(backend) || (luks && c.where() == KillConformance.Where.FILE_LUKS)).toList();
   }
 
   ModelStep next(ModelState m) {
@@ -49,13 +86,19 @@ final class ModelGenerator {
   private ModelStep draw(ModelState m) {
     int r = random.nextInt(120);
     if (r < 12) {
-      return maybeTwice(ModelStep.of(Op.CREATE, anyVolume()).withFlag(random.nextInt(10) < 3)
+      return maybeTwice(encrypted(ModelStep.of(Op.CREATE, anyVolume()).withFlag(random.nextInt(10) < 3)
           .withN(random.nextInt(10) < 4 ? ModelState.SOLE_WRITER
-              : random.nextInt(3) == 0 ? ModelState.MULTI_WRITER : ModelState.SINGLE_WRITER));
+              : random.nextInt(3) == 0 ? ModelState.MULTI_WRITER : ModelState.SINGLE_WRITER)));
     } else if (r < 16) {
-      return ModelStep.of(Op.CREATE_FROM_SNAPSHOT, anyVolume()).withOther(snapshot(m));
+      String snap = snapshot(m);
+      ModelState.Snap from = m.snapshots.get(snap);
+      return copy(ModelStep.of(Op.CREATE_FROM_SNAPSHOT, anyVolume()).withOther(snap),
+          from != null && from.encrypted(), from == null ? null : from.key());
     } else if (r < 20) {
-      return ModelStep.of(Op.CLONE, anyVolume()).withOther(volume(m));
+      String v = volume(m);
+      ModelState.Vol from = m.volumes.get(v);
+      return copy(ModelStep.of(Op.CLONE, anyVolume()).withOther(v), from != null && from.encrypted,
+          from == null ? null : from.key);
     } else if (r < 26) {
       return maybeTwice(ModelStep.of(Op.DELETE, volume(m)));
     } else if (r < 31) {
@@ -65,9 +108,19 @@ final class ModelGenerator {
     } else if (r < 39) {
       String v = volume(m);
       ModelState.Vol vol = m.volumes.get(v);
-      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v));
+      return vol != null && vol.bytes > largest ? null : maybeTwice(ModelStep.of(Op.EXPAND, v).withSecret(secretFor(vol)));
     } else if (r < 52) {
-      return maybeTwice(ModelStep.of(Op.STAGE, pick(m, v -> !v.staged)).withFlag(random.nextInt(20) == 0));
+      if (options.encryption() == Encryption.ON && encryptedStages < FIRST_ENCRYPTED_STAGES) {
+        ModelState.Vol e = m.volumes.values().stream().filter(x -> x.encrypted && !x.staged).findFirst().orElse(null);
+        if (e != null) {
+          encryptedStages++;
+          boolean wrong = !drewWrongStage && e.key != null;
+          drewWrongStage |= wrong;
+          return ModelStep.of(Op.STAGE, e.name).withSecret(wrong ? e.key.other() : ModelDriver.rightKey(e));
+        }
+      }
+      String v = pick(m, x -> !x.staged);
+      return maybeTwice(ModelStep.of(Op.STAGE, v).withFlag(random.nextInt(20) == 0).withSecret(secretFor(m.volumes.get(v))));
     } else if (r < 67) {
       return maybeTwice(ModelStep.of(Op.PUBLISH, pick(m, v -> v.staged)).withN(random.nextInt(TARGETS))
           .withFlag(random.nextInt(4) == 0));
@@ -105,22 +158,39 @@ final class ModelGenerator {
   private ModelStep kill(ModelState m) {
     KillConformance.Case c = crashPoints.get(random.nextInt(crashPoints.size()));
     boolean block = c.access() == KillConformance.Access.BLOCK;
+    // The crash points of encrypted volumes are reached only by them: the kill picks one when it can.
+    boolean encrypted = c.access() == KillConformance.Access.ENCRYPTED || c.where() == KillConformance.Where.FILE_LUKS;
+    java.util.function.Predicate<ModelState.Vol> kind = v -> v.block == block && (!encrypted || v.encrypted);
     ModelStep s = switch (c.operation()) {
-      case STAGE -> ModelStep.of(Op.STAGE, pick(m, v -> !v.staged && v.block == block));
-      case PUBLISH -> ModelStep.of(Op.PUBLISH, pick(m, v -> v.staged && v.block == block)).withN(random.nextInt(TARGETS));
+      case STAGE -> {
+        String v = pick(m, x -> !x.staged && kind.test(x));
+        yield ModelStep.of(Op.STAGE, v).withSecret(ModelDriver.rightKey(m.volumes.get(v)));
+      }
+      case PUBLISH -> ModelStep.of(Op.PUBLISH, pick(m, v -> v.staged && kind.test(v))).withN(random.nextInt(TARGETS));
       case UNPUBLISH -> {
-        String v = pick(m, x -> !x.targets.isEmpty() && x.block == block);
+        String v = pick(m, x -> !x.targets.isEmpty() && kind.test(x));
         ModelState.Vol vol = m.volumes.get(v);
         yield ModelStep.of(Op.UNPUBLISH, v).withN(vol == null || vol.targets.isEmpty() ? 0
             : vol.targets.keySet().iterator().next());
       }
-      case UNSTAGE -> ModelStep.of(Op.UNSTAGE, pick(m, v -> v.staged && v.targets.isEmpty() && v.block == block));
-      case CREATE -> ModelStep.of(Op.CREATE, anyVolume()).withFlag(block);
+      case UNSTAGE -> ModelStep.of(Op.UNSTAGE, pick(m, v -> v.staged && v.targets.isEmpty() && kind.test(v)));
+      case CREATE -> ModelStep.of(Op.CREATE, anyVolume()).withFlag(block).encrypted(encrypted)
+          .withSecret(encrypted ? ModelStep.Secret.KEY : ModelStep.Secret.NONE);
       case DELETE -> ModelStep.of(Op.DELETE, pick(m, v -> !v.staged && !m.hasSnapshots(v.name)));
       case SNAPSHOT -> ModelStep.of(Op.SNAPSHOT, volume(m)).withOther(anySnapshot());
       case DELETE_SNAPSHOT -> ModelStep.of(Op.DELETE_SNAPSHOT, "").withOther(snapshot(m));
-      case CLONE_FROM_VOLUME -> ModelStep.of(Op.CLONE, anyVolume()).withOther(volume(m));
-      case CLONE_FROM_SNAPSHOT -> ModelStep.of(Op.CREATE_FROM_SNAPSHOT, anyVolume()).withOther(snapshot(m));
+      case CLONE_FROM_VOLUME -> {
+        String v = volume(m);
+        ModelState.Vol from = m.volumes.get(v);
+        yield sameEncryption(ModelStep.of(Op.CLONE, anyVolume()).withOther(v), from != null && from.encrypted,
+            from == null ? null : from.key);
+      }
+      case CLONE_FROM_SNAPSHOT -> {
+        String snap = snapshot(m);
+        ModelState.Snap from = m.snapshots.get(snap);
+        yield sameEncryption(ModelStep.of(Op.CREATE_FROM_SNAPSHOT, anyVolume()).withOther(snap),
+            from != null && from.encrypted(), from == null ? null : from.key());
+      }
     };
     return s.crashingAt(c.step());
   }
@@ -139,6 +209,70 @@ final class ModelGenerator {
       return null;
     }
     return ModelStep.of(Op.STATS, v).withN(paths.get(random.nextInt(paths.size())));
+  }
+
+  /**
+   * A new volume, encrypted now and then: where the backend encrypts, a run's first create (so that a
+   * short run covers encryption too) and then one in six (one in eight of those without the
+   * passphrase); where the backend documents a refusal, one in ten, as a probe of it. Nothing more is
+   * drawn where encryption is OFF, so such a run draws what it drew before.
+   */
+  private ModelStep encrypted(ModelStep s) {
+    return switch (options.encryption()) {
+      case OFF -> s;
+      case REFUSED -> random.nextInt(10) == 0 ? s.encrypted(true).withSecret(ModelStep.Secret.KEY) : s;
+      case ON -> {
+        if (!drewEncrypted) {
+          drewEncrypted = true;
+          yield s.encrypted(true).withSecret(ModelStep.Secret.KEY);
+        }
+        yield random.nextInt(6) != 0 ? s
+            : s.encrypted(true).withSecret(random.nextInt(8) == 0 ? ModelStep.Secret.NONE : ModelStep.Secret.KEY);
+      }
+    };
+  }
+
+  /**
+   * A copy of a source encrypted or not (and keyed with {@code key}): mostly asking for what the source
+   * is, with the source's passphrase; now and then asking for the other encryption (INVALID_ARGUMENT),
+   * bringing no passphrase, or, where the backend documents that CreateVolume checks it, another one.
+   */
+  private ModelStep copy(ModelStep s, boolean sourceEncrypted, ModelStep.Secret key) {
+    if (options.encryption() != Encryption.ON) {
+      return s;
+    }
+    ModelStep same = sameEncryption(s, sourceEncrypted, key);
+    int r = random.nextInt(12);
+    if (r == 0) {
+      boolean on = !sourceEncrypted;
+      return same.encrypted(on).withSecret(on ? ModelStep.Secret.KEY : ModelStep.Secret.NONE);
+    } else if (r == 1 && sourceEncrypted) {
+      return same.withSecret(ModelStep.Secret.NONE);
+    } else if (r == 2 && sourceEncrypted && key != null && crypto.copyChecksKey()) {
+      return same.withSecret(key.other());
+    }
+    return same;
+  }
+
+  private static ModelStep sameEncryption(ModelStep s, boolean sourceEncrypted, ModelStep.Secret key) {
+    return sourceEncrypted ? s.encrypted(true).withSecret(key == null ? ModelStep.Secret.KEY : key) : s;
+  }
+
+  /**
+   * The secrets of a stage or expand of {@code v}: none for a plain volume; for an encrypted one its
+   * passphrase, and one time in eight another (when it has one to be wrong about) or none.
+   */
+  private ModelStep.Secret secretFor(ModelState.Vol v) {
+    if (v == null || !v.encrypted) {
+      return ModelStep.Secret.NONE;
+    }
+    int r = random.nextInt(16);
+    if (r == 0 && v.key != null) {
+      return v.key.other();
+    } else if (r == 1) {
+      return ModelStep.Secret.NONE;
+    }
+    return ModelDriver.rightKey(v);
   }
 
   private ModelStep maybeTwice(ModelStep s) {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -30,6 +31,8 @@ final class ModelRunner {
   private final TestBackend backend;
   private final ModelGenerator.Options options;
   private final Duration shrinkBudget;
+  /** What the last run did with encrypted volumes ({@link ModelDriver#encryptionCoverage}). */
+  private Map<String, Integer> lastEncryptionCoverage = Map.of();
 
   ModelRunner(TestBackend backend, ModelGenerator.Options options, Duration shrinkBudget) {
     this.backend = backend;
@@ -49,7 +52,8 @@ final class ModelRunner {
     };
     long first = Long.parseLong(args[1]);
     int steps = Integer.parseInt(args[3]);
-    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file")),
+    ModelRunner runner = new ModelRunner(backend, new ModelGenerator.Options(args[0].equals("file"), args[0].equals("file"),
+        ModelConformance.encryptionOn(backend).encryption()),
         Duration.ofSeconds(Long.getLong("caravan.model.shrink-seconds", 900)));
     for (long seed = first; seed < first + Long.parseLong(args[2]); seed++) {
       long start = System.nanoTime();
@@ -77,6 +81,11 @@ final class ModelRunner {
     return Optional.of(new Counterexample(seed, done.size(), shrunk, last));
   }
 
+  /** What the last run did with encrypted volumes: calls by what they were and how they were answered. */
+  Map<String, Integer> encryptionCoverage() {
+    return Map.copyOf(lastEncryptionCoverage);
+  }
+
   /** Runs exactly {@code steps}; the first invariant broken, if any. */
   Optional<ModelFailure> replay(List<ModelStep> steps) throws Exception {
     List<ModelStep> done = new ArrayList<>();
@@ -91,8 +100,9 @@ final class ModelRunner {
   private Optional<ModelFailure> run(Source source, List<ModelStep> done) throws Exception {
     PluginFixture f = PluginFixture.start(backend);
     ModelFailure failure = null;
-    try (ModelDriver d = new ModelDriver(f, options.dhv())) {
+    try (ModelDriver d = new ModelDriver(f, options)) {
       ModelChecks checks = new ModelChecks(d);
+      lastEncryptionCoverage = d.encryptionCoverage;
       try {
         checks.all();
         for (Optional<ModelStep> s = source.next(d.m); s.isPresent(); s = source.next(d.m)) {

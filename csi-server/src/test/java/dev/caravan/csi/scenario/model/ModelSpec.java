@@ -6,6 +6,7 @@ import static io.grpc.Status.Code.FAILED_PRECONDITION;
 import static io.grpc.Status.Code.INVALID_ARGUMENT;
 import static io.grpc.Status.Code.NOT_FOUND;
 import static io.grpc.Status.Code.OK;
+import static io.grpc.Status.Code.UNAUTHENTICATED;
 
 import io.grpc.Status.Code;
 import java.util.EnumSet;
@@ -33,10 +34,30 @@ final class ModelSpec {
     return s;
   }
 
-  /** CreateVolume: same name and request → OK, same name and another request → ALREADY_EXISTS (§1.4, §2.2). */
-  static Set<Code> create(ModelState m, String name, String request, int mode, boolean sourceExists) {
+  /**
+   * CreateVolume: same name and request → OK, same name and another request → ALREADY_EXISTS (§1.4,
+   * §2.2); of an encrypted volume as docs/encryption.md says. {@code encryption=on} where nothing
+   * can encrypt: INVALID_ARGUMENT, whatever else holds. The passphrase missing: UNAUTHENTICATED (the
+   * general table's row for missing secrets); for a repeat of a volume that exists, the spec's MUST-OK
+   * meets that row and names no order (§3): either. A copy whose source's encryption is not the one
+   * asked for: INVALID_ARGUMENT (both backends that encrypt document it, in both directions); a copy
+   * whose passphrase is not its source's: UNAUTHENTICATED where the backend documents that check
+   * (local); the file backend's docs do not say whether CreateVolume checks it (the copy opens with the
+   * source's passphrase at stage), so there either. When several of these hold, the spec names no
+   * order between them (§3): any of their codes.
+   *
+   * @param source the copy's source as the model holds it, when the request has one that exists: its
+   *     encryption and key are a {@link ModelState.Snap} or {@link ModelState.Vol}'s
+   */
+  static Set<Code> create(ModelState m, String name, String request, int mode, boolean sourceExists, boolean encrypt,
+      ModelStep.Secret secret, Keyed source) {
+    if (encrypt && !m.crypto.encrypts()) {
+      return EnumSet.of(INVALID_ARGUMENT);
+    }
+    boolean noSecret = encrypt && secret == ModelStep.Secret.NONE;
     ModelState.Vol v = m.volumes.get(name);
     if (v != null) {
+      EnumSet<Code> repeat;
       // The spec's two lists of what makes a repeat incompatible differ (§1.4); both name the capacity
       // range, the capabilities and the content source. Another access type or size is incompatible;
       // another single-node access mode of a volume that serves both is left open: either answer.
@@ -46,17 +67,51 @@ final class ModelSpec {
         String kind = request.substring(0, request.lastIndexOf(' '));
         long asked = Long.parseLong(request.substring(request.lastIndexOf(' ') + 1));
         boolean grownInto = v.request.substring(0, v.request.lastIndexOf(' ')).equals(kind) && v.bytes >= asked;
-        return grownInto ? EnumSet.of(OK, ALREADY_EXISTS) : EnumSet.of(ALREADY_EXISTS);
+        repeat = grownInto ? EnumSet.of(OK, ALREADY_EXISTS) : EnumSet.of(ALREADY_EXISTS);
+      } else {
+        repeat = v.mode == mode ? EnumSet.of(OK) : EnumSet.of(OK, ALREADY_EXISTS);
       }
-      return v.mode == mode ? EnumSet.of(OK) : EnumSet.of(OK, ALREADY_EXISTS);
+      if (noSecret || (encrypt && v.key != null && secret != v.key)) {
+        repeat.add(UNAUTHENTICATED);
+      }
+      return repeat;
+    }
+    EnumSet<Code> errors = EnumSet.noneOf(Code.class);
+    if (noSecret) {
+      errors.add(UNAUTHENTICATED);
     }
     if (!sourceExists) {
-      return EnumSet.of(NOT_FOUND);
+      errors.add(NOT_FOUND);
+    } else if (source != null) {
+      if (source.encrypted() != encrypt) {
+        errors.add(INVALID_ARGUMENT);
+      } else if (encrypt && !noSecret && source.key() != null && secret != source.key()) {
+        errors.add(UNAUTHENTICATED);
+        if (!m.crypto.copyChecksKey()) {
+          errors.add(OK);
+        }
+      }
     }
     // A clone's request reads "volume <source> <access type> <bytes>".
-    return request.startsWith("volume ")
+    Set<Code> copy = request.startsWith("volume ")
         ? liveCopy(m, request.substring("volume ".length(), request.indexOf(' ', "volume ".length())))
         : EnumSet.of(OK);
+    if (errors.isEmpty()) {
+      return copy;
+    }
+    copy.stream().filter(c -> c != OK).forEach(errors::add);
+    return errors;
+  }
+
+  /** What a copy's source holds of encryption: whether it is encrypted, and the passphrase that opens it (null: none yet). */
+  record Keyed(boolean encrypted, ModelStep.Secret key) {}
+
+  /**
+   * Whether {@code secret} fails to open an encrypted volume: missing, or not the passphrase it is keyed
+   * with. A volume not keyed yet (a file volume before its first stage) takes whichever it is given.
+   */
+  static boolean keyRefused(ModelState.Vol v, ModelStep.Secret secret) {
+    return v.encrypted && (secret == ModelStep.Secret.NONE || (v.key != null && secret != v.key));
   }
 
   /**
@@ -108,23 +163,58 @@ final class ModelSpec {
     return m.madeFrom(snap) ? EnumSet.of(OK, FAILED_PRECONDITION) : EnumSet.of(OK);
   }
 
-  /** ControllerExpandVolume: absent → NOT_FOUND; Caravan is ONLINE, so a published volume grows too. */
+  /**
+   * ControllerExpandVolume: absent → NOT_FOUND; Caravan is ONLINE, so a published volume grows too. An
+   * encrypted zvol grows only while its key is loaded: not staged, FAILED_PRECONDITION (local's docs).
+   */
   static Set<Code> controllerExpand(ModelState m, String name) {
-    return EnumSet.of(m.volumes.containsKey(name) ? OK : NOT_FOUND);
-  }
-
-  /** NodeStageVolume: absent → NOT_FOUND; repeat with the same capability → OK; another capability → ALREADY_EXISTS if staged there, else FAILED_PRECONDITION. */
-  static Set<Code> stage(ModelState m, String name, boolean wrongAccessType) {
     ModelState.Vol v = m.volumes.get(name);
     if (v == null) {
       return EnumSet.of(NOT_FOUND);
     }
+    return EnumSet.of(v.encrypted && m.crypto.growsOnlyStaged() && !v.staged ? FAILED_PRECONDITION : OK);
+  }
+
+  /**
+   * NodeExpandVolume of a staged volume after its ControllerExpandVolume: OK; of an encrypted one whose
+   * mapping must grow with the passphrase (file's docs: "with its own secrets"), a wrong or missing
+   * one is UNAUTHENTICATED. local's docs say nothing of secrets there (the key is loaded already, and
+   * NodeExpandVolume's secrets are an alpha field): either.
+   */
+  static Set<Code> nodeExpand(ModelState m, ModelState.Vol v, ModelStep.Secret secret) {
+    if (!keyRefused(v, secret)) {
+      return EnumSet.of(OK);
+    }
+    return m.crypto.nodeExpandOpensKey() ? EnumSet.of(UNAUTHENTICATED) : EnumSet.of(OK, UNAUTHENTICATED);
+  }
+
+  /**
+   * NodeStageVolume: absent → NOT_FOUND; repeat with the same capability → OK; another capability →
+   * ALREADY_EXISTS if staged there, else FAILED_PRECONDITION. An encrypted volume with a missing or
+   * wrong passphrase: UNAUTHENTICATED (docs/encryption.md), beside any other error that holds (no order,
+   * §3); a repeat of a stage that was done, with another passphrase, meets the spec's MUST-OK for a
+   * compatible repeat (secrets are not among what makes a repeat compatible): either.
+   */
+  static Set<Code> stage(ModelState m, String name, boolean wrongAccessType, ModelStep.Secret secret) {
+    ModelState.Vol v = m.volumes.get(name);
+    if (v == null) {
+      return EnumSet.of(NOT_FOUND);
+    }
+    EnumSet<Code> codes;
     if (wrongAccessType) {
       // Staged there with another capability (ALREADY_EXISTS) and a capability the volume does not
       // support (FAILED_PRECONDITION) both hold; the spec names no order (§3).
-      return v.staged ? EnumSet.of(ALREADY_EXISTS, FAILED_PRECONDITION) : EnumSet.of(FAILED_PRECONDITION);
+      codes = v.staged ? EnumSet.of(ALREADY_EXISTS, FAILED_PRECONDITION) : EnumSet.of(FAILED_PRECONDITION);
+    } else {
+      codes = EnumSet.of(OK);
     }
-    return EnumSet.of(OK);
+    if (keyRefused(v, secret)) {
+      if (!(v.staged && !wrongAccessType)) {
+        codes.remove(OK);
+      }
+      codes.add(UNAUTHENTICATED);
+    }
+    return codes;
   }
 
   /**

@@ -20,8 +20,28 @@ import java.util.stream.Collectors;
  * @param twice the call is made twice at once (a CO that lost track of it)
  * @param crash the crash point the plugin dies at during this step ("" for none): the plugin runs as a
  *     process of its own armed with it, and the CO's retry of the same call follows its death
+ * @param encrypt {@code parameters.encryption=on} for CREATE, CREATE_FROM_SNAPSHOT and CLONE
+ * @param secret the passphrase the step's secrets carry (CREATE, CREATE_FROM_SNAPSHOT, CLONE, STAGE and
+ *     the NodeExpandVolume of EXPAND), by its role: a step never holds a passphrase itself, so neither
+ *     its description nor its Java form can print one
  */
-record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean twice, String crash) {
+record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean twice, String crash, boolean encrypt,
+    Secret secret) {
+  /** Which passphrase, if any, a step's secrets carry ({@link ModelDriver#passphrase} holds the two). */
+  enum Secret {
+    /** No {@code encryptionPassphrase} in the secrets. */
+    NONE,
+    /** The run's passphrase: every encrypted volume a run makes is keyed with it, unless a step said otherwise. */
+    KEY,
+    /** Another passphrase, as valid as the first: it opens nothing the run keyed with KEY. */
+    OTHER_KEY;
+
+    /** The other of the two passphrases; NONE stays NONE. */
+    Secret other() {
+      return this == KEY ? OTHER_KEY : this == OTHER_KEY ? KEY : NONE;
+    }
+  }
+
   enum Op {
     CREATE,
     CREATE_FROM_SNAPSHOT,
@@ -44,27 +64,35 @@ record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean t
   }
 
   static ModelStep of(Op op, String vol) {
-    return new ModelStep(op, vol, "", 0, false, false, "");
+    return new ModelStep(op, vol, "", 0, false, false, "", false, Secret.NONE);
   }
 
   ModelStep withOther(String o) {
-    return new ModelStep(op, vol, o, n, flag, twice, crash);
+    return new ModelStep(op, vol, o, n, flag, twice, crash, encrypt, secret);
   }
 
   ModelStep withN(int value) {
-    return new ModelStep(op, vol, other, value, flag, twice, crash);
+    return new ModelStep(op, vol, other, value, flag, twice, crash, encrypt, secret);
   }
 
   ModelStep withFlag(boolean value) {
-    return new ModelStep(op, vol, other, n, value, twice, crash);
+    return new ModelStep(op, vol, other, n, value, twice, crash, encrypt, secret);
   }
 
   ModelStep madeTwice() {
-    return new ModelStep(op, vol, other, n, flag, true, crash);
+    return new ModelStep(op, vol, other, n, flag, true, crash, encrypt, secret);
   }
 
   ModelStep crashingAt(String step) {
-    return new ModelStep(op, vol, other, n, flag, twice, step);
+    return new ModelStep(op, vol, other, n, flag, twice, step, encrypt, secret);
+  }
+
+  ModelStep encrypted(boolean on) {
+    return new ModelStep(op, vol, other, n, flag, twice, crash, on, secret);
+  }
+
+  ModelStep withSecret(Secret value) {
+    return new ModelStep(op, vol, other, n, flag, twice, crash, encrypt, value);
   }
 
   @Override
@@ -86,6 +114,14 @@ record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean t
       case STAGE -> s.append(flag ? " wrong-access-type" : "");
       default -> { }
     }
+    if (encrypt) {
+      s.append(" encryption=on");
+    }
+    if (secret != Secret.NONE) {
+      s.append(secret == Secret.KEY ? " (passphrase: the run's)" : " (passphrase: the other one)");
+    } else if (encrypt) {
+      s.append(" (no passphrase)");
+    }
     if (twice) {
       s.append(" (twice at once)");
     }
@@ -98,7 +134,7 @@ record ModelStep(Op op, String vol, String other, int n, boolean flag, boolean t
   /** The step as Java source, to paste into a named regression test. */
   String javaLiteral() {
     return "new ModelStep(ModelStep.Op." + op + ", \"" + vol + "\", \"" + other + "\", " + n + ", " + flag + ", "
-        + twice + ", \"" + crash + "\")";
+        + twice + ", \"" + crash + "\", " + encrypt + ", ModelStep.Secret." + secret + ")";
   }
 
   /** A sequence as a numbered, readable list followed by its Java form. */
