@@ -52,8 +52,9 @@ final class FileNode implements NodeBackend {
     if (!encrypted(volume)) {
       return LoopDevices.attach(image, false).device();
     }
-    // The passphrase is checked before anything is attached: a missing one changes nothing here.
-    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+    // The passphrases are checked before anything is attached: a missing one changes nothing here.
+    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets());
+        RotationFrom previous = new RotationFrom(Encryption.previousPassphrase(volume.secrets()))) {
       requireLuks2(volume);
       Path loop = LoopDevices.attach(image, false).device();
       try {
@@ -63,26 +64,24 @@ final class FileNode implements NodeBackend {
             + volume.volumeId() + " as LUKS2: it already holds " + e.found());
       }
       CrashPoints.reach("stage.after-luks-format");
-      try (RotationFrom previous = new RotationFrom(Encryption.previousPassphrase(volume.secrets()))) {
-        Path mapped;
-        try {
-          mapped = Luks2.open(loop, mappingName(volume), key.bytes());
-        } catch (WrongPassphraseException e) {
-          if (previous.passphrase().isEmpty()) {
-            throw Encryption.wrongPassphrase(volume.volumeId());
-          }
-          rotate(volume, loop, previous.passphrase().get(), key);
-          return Luks2.open(loop, mappingName(volume), key.bytes());
+      Path mapped;
+      try {
+        mapped = Luks2.open(loop, mappingName(volume), key.bytes());
+      } catch (WrongPassphraseException e) {
+        if (previous.passphrase().isEmpty()) {
+          throw Encryption.wrongPassphrase(volume.volumeId());
         }
-        // Opened with the current passphrase: a rotation a crash cut short (the new slot added, the old
-        // one not yet destroyed) is finished now. With one key slot there is nothing to finish.
-        if (previous.passphrase().isPresent() && Luks2.keySlots(loop).size() > 1
-            && Luks2.removePassphrase(loop, previous.passphrase().get().bytes(), key.bytes())) {
-          LOG.log(System.Logger.Level.INFO, "volume {0}: the key slot of secrets.{1} is destroyed",
-              volume.volumeId(), Encryption.PREVIOUS_SECRET);
-        }
-        return mapped;
+        rotate(volume, loop, previous.passphrase().get(), key);
+        return Luks2.open(loop, mappingName(volume), key.bytes());
       }
+      // Opened with the current passphrase: a rotation a crash cut short (the new slot added, the old
+      // one not yet destroyed) is finished now. With one key slot there is nothing to finish.
+      if (previous.passphrase().isPresent() && Luks2.keySlots(loop).size() > 1
+          && Luks2.removePassphrase(loop, previous.passphrase().get().bytes(), key.bytes())) {
+        LOG.log(System.Logger.Level.INFO, "volume {0}: the key slot of secrets.{1} is destroyed",
+            volume.volumeId(), Encryption.PREVIOUS_SECRET);
+      }
+      return mapped;
     }
   }
 
