@@ -29,4 +29,7 @@ secrets {
   # 8 to 512 bytes. Keep it out of version control: render this file from your secret store just
   # before `nomad volume create`, and remove it after.
   encryptionPassphrase = "replace me: a long passphrase from your secret store"
+  # To rotate (docs/encryption.md): the new passphrase above, the current one here, then
+  # `nomad volume register` this file; the next stage changes the passphrase. Remove this line after.
+  # encryptionPassphrasePrevious = "the passphrase being replaced"
 }

@@ -285,6 +285,67 @@ public class Cryptsetup extends Cryptsetup$shared {
         }
     }
 
+    private static class crypt_set_pbkdf_type {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("crypt_set_pbkdf_type");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int crypt_set_pbkdf_type(struct crypt_device *cd, const struct crypt_pbkdf_type *pbkdf)
+     * }
+     */
+    public static FunctionDescriptor crypt_set_pbkdf_type$descriptor() {
+        return crypt_set_pbkdf_type.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int crypt_set_pbkdf_type(struct crypt_device *cd, const struct crypt_pbkdf_type *pbkdf)
+     * }
+     */
+    public static MethodHandle crypt_set_pbkdf_type$handle() {
+        return crypt_set_pbkdf_type.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int crypt_set_pbkdf_type(struct crypt_device *cd, const struct crypt_pbkdf_type *pbkdf)
+     * }
+     */
+    public static MemorySegment crypt_set_pbkdf_type$address() {
+        return crypt_set_pbkdf_type.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int crypt_set_pbkdf_type(struct crypt_device *cd, const struct crypt_pbkdf_type *pbkdf)
+     * }
+     */
+    public static int crypt_set_pbkdf_type(MemorySegment cd, MemorySegment pbkdf) {
+        var mh$ = crypt_set_pbkdf_type.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("crypt_set_pbkdf_type", cd, pbkdf);
+            }
+            return (int)mh$.invokeExact(cd, pbkdf);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class crypt_get_type {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             Cryptsetup.C_POINTER,
@@ -536,6 +597,71 @@ public class Cryptsetup extends Cryptsetup$shared {
         }
     }
 
+    private static class crypt_keyslot_add_by_passphrase {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_LONG,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("crypt_keyslot_add_by_passphrase");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_add_by_passphrase(struct crypt_device *cd, int keyslot, const char *passphrase, size_t passphrase_size, const char *new_passphrase, size_t new_passphrase_size)
+     * }
+     */
+    public static FunctionDescriptor crypt_keyslot_add_by_passphrase$descriptor() {
+        return crypt_keyslot_add_by_passphrase.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_add_by_passphrase(struct crypt_device *cd, int keyslot, const char *passphrase, size_t passphrase_size, const char *new_passphrase, size_t new_passphrase_size)
+     * }
+     */
+    public static MethodHandle crypt_keyslot_add_by_passphrase$handle() {
+        return crypt_keyslot_add_by_passphrase.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_add_by_passphrase(struct crypt_device *cd, int keyslot, const char *passphrase, size_t passphrase_size, const char *new_passphrase, size_t new_passphrase_size)
+     * }
+     */
+    public static MemorySegment crypt_keyslot_add_by_passphrase$address() {
+        return crypt_keyslot_add_by_passphrase.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int crypt_keyslot_add_by_passphrase(struct crypt_device *cd, int keyslot, const char *passphrase, size_t passphrase_size, const char *new_passphrase, size_t new_passphrase_size)
+     * }
+     */
+    public static int crypt_keyslot_add_by_passphrase(MemorySegment cd, int keyslot, MemorySegment passphrase, long passphrase_size, MemorySegment new_passphrase, long new_passphrase_size) {
+        var mh$ = crypt_keyslot_add_by_passphrase.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("crypt_keyslot_add_by_passphrase", cd, keyslot, passphrase, passphrase_size, new_passphrase, new_passphrase_size);
+            }
+            return (int)mh$.invokeExact(cd, keyslot, passphrase, passphrase_size, new_passphrase, new_passphrase_size);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class crypt_keyslot_add_by_volume_key {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             Cryptsetup.C_INT,
@@ -594,6 +720,67 @@ public class Cryptsetup extends Cryptsetup$shared {
                 traceDowncall("crypt_keyslot_add_by_volume_key", cd, keyslot, volume_key, volume_key_size, passphrase, passphrase_size);
             }
             return (int)mh$.invokeExact(cd, keyslot, volume_key, volume_key_size, passphrase, passphrase_size);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class crypt_keyslot_destroy {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("crypt_keyslot_destroy");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_destroy(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static FunctionDescriptor crypt_keyslot_destroy$descriptor() {
+        return crypt_keyslot_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_destroy(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static MethodHandle crypt_keyslot_destroy$handle() {
+        return crypt_keyslot_destroy.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_destroy(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static MemorySegment crypt_keyslot_destroy$address() {
+        return crypt_keyslot_destroy.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int crypt_keyslot_destroy(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static int crypt_keyslot_destroy(MemorySegment cd, int keyslot) {
+        var mh$ = crypt_keyslot_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("crypt_keyslot_destroy", cd, keyslot);
+            }
+            return (int)mh$.invokeExact(cd, keyslot);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {
@@ -939,6 +1126,145 @@ public class Cryptsetup extends Cryptsetup$shared {
                 traceDowncall("crypt_get_device_name", cd);
             }
             return (MemorySegment)mh$.invokeExact(cd);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+    private static final int CRYPT_SLOT_ACTIVE = (int)2L;
+    /**
+     * {@snippet lang=c :
+     * enum <anonymous>.CRYPT_SLOT_ACTIVE = 2
+     * }
+     */
+    public static int CRYPT_SLOT_ACTIVE() {
+        return CRYPT_SLOT_ACTIVE;
+    }
+    private static final int CRYPT_SLOT_ACTIVE_LAST = (int)3L;
+    /**
+     * {@snippet lang=c :
+     * enum <anonymous>.CRYPT_SLOT_ACTIVE_LAST = 3
+     * }
+     */
+    public static int CRYPT_SLOT_ACTIVE_LAST() {
+        return CRYPT_SLOT_ACTIVE_LAST;
+    }
+
+    private static class crypt_keyslot_status {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER,
+            Cryptsetup.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("crypt_keyslot_status");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * crypt_keyslot_info crypt_keyslot_status(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static FunctionDescriptor crypt_keyslot_status$descriptor() {
+        return crypt_keyslot_status.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * crypt_keyslot_info crypt_keyslot_status(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static MethodHandle crypt_keyslot_status$handle() {
+        return crypt_keyslot_status.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * crypt_keyslot_info crypt_keyslot_status(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static MemorySegment crypt_keyslot_status$address() {
+        return crypt_keyslot_status.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * crypt_keyslot_info crypt_keyslot_status(struct crypt_device *cd, int keyslot)
+     * }
+     */
+    public static int crypt_keyslot_status(MemorySegment cd, int keyslot) {
+        var mh$ = crypt_keyslot_status.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("crypt_keyslot_status", cd, keyslot);
+            }
+            return (int)mh$.invokeExact(cd, keyslot);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class crypt_keyslot_max {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            Cryptsetup.C_INT,
+            Cryptsetup.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("crypt_keyslot_max");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_max(const char *type)
+     * }
+     */
+    public static FunctionDescriptor crypt_keyslot_max$descriptor() {
+        return crypt_keyslot_max.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_max(const char *type)
+     * }
+     */
+    public static MethodHandle crypt_keyslot_max$handle() {
+        return crypt_keyslot_max.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * int crypt_keyslot_max(const char *type)
+     * }
+     */
+    public static MemorySegment crypt_keyslot_max$address() {
+        return crypt_keyslot_max.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * int crypt_keyslot_max(const char *type)
+     * }
+     */
+    public static int crypt_keyslot_max(MemorySegment type) {
+        var mh$ = crypt_keyslot_max.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("crypt_keyslot_max", type);
+            }
+            return (int)mh$.invokeExact(type);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -27,6 +27,13 @@ public final class Encryption {
   /** The key of the CSI secrets map (Nomad's volume {@code secrets} block) holding the passphrase. */
   public static final String SECRET = "encryptionPassphrase";
 
+  /**
+   * The key of the CSI secrets map holding the passphrase being replaced, during a rotation: a stage
+   * whose {@link #SECRET} does not open the volume and whose previous one does sets {@link #SECRET}
+   * as the volume's passphrase.
+   */
+  public static final String PREVIOUS_SECRET = "encryptionPassphrasePrevious";
+
   /** The shortest passphrase ZFS ({@code keyformat=passphrase}) and LUKS2 both accept. */
   public static final int MIN_BYTES = 8;
 
@@ -101,10 +108,27 @@ public final class Encryption {
           "secrets." + SECRET + " is required: " + rpc + " of an encrypted volume needs its passphrase"
               + " (add it to the volume's secrets)");
     }
+    return checked(SECRET, value);
+  }
+
+  /**
+   * The passphrase a rotation replaces, {@link #PREVIOUS_SECRET} of the stage's secrets: empty when
+   * it is absent or empty, or equal to {@link #SECRET} (nothing to rotate); INVALID_ARGUMENT naming
+   * it when it breaks the rule {@link #passphrase} checks.
+   */
+  public static Optional<Passphrase> previousPassphrase(Map<String, String> secrets) {
+    String value = secrets.get(PREVIOUS_SECRET);
+    if (value == null || value.isEmpty() || value.equals(secrets.get(SECRET))) {
+      return Optional.empty();
+    }
+    return Optional.of(checked(PREVIOUS_SECRET, value));
+  }
+
+  private static Passphrase checked(String key, String value) {
     byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
     if (bytes.length < MIN_BYTES || bytes.length > MAX_BYTES || value.indexOf('\0') >= 0) {
       java.util.Arrays.fill(bytes, (byte) 0);
-      throw CsiException.invalid("secrets." + SECRET + " must be " + MIN_BYTES + " to " + MAX_BYTES
+      throw CsiException.invalid("secrets." + key + " must be " + MIN_BYTES + " to " + MAX_BYTES
           + " bytes (UTF-8) without NUL characters");
     }
     return new Passphrase(bytes);
@@ -114,5 +138,15 @@ public final class Encryption {
   public static CsiException wrongPassphrase(String volumeId) {
     return new CsiException(CsiException.Kind.UNAUTHENTICATED,
         "secrets." + SECRET + " does not open volume " + volumeId + ": wrong passphrase");
+  }
+
+  /**
+   * UNAUTHENTICATED: a rotation's secrets, neither of which opens the volume (so nothing was
+   * changed).
+   */
+  public static CsiException wrongPassphrases(String volumeId) {
+    return new CsiException(CsiException.Kind.UNAUTHENTICATED,
+        "neither secrets." + SECRET + " nor secrets." + PREVIOUS_SECRET + " opens volume " + volumeId
+            + ": wrong passphrases; nothing was changed");
   }
 }

@@ -90,4 +90,41 @@ class EncryptionTest {
     assertThat(e.kind()).isEqualTo(CsiException.Kind.UNAUTHENTICATED);
     assertThat(e.getMessage()).contains("secrets.encryptionPassphrase").contains("tank/v1");
   }
+
+  @Test
+  void thePreviousPassphraseIsOptionalAndNothingWhenItEqualsTheCurrentOne() {
+    assertThat(Encryption.previousPassphrase(Map.of())).isEmpty();
+    assertThat(Encryption.previousPassphrase(Map.of("encryptionPassphrasePrevious", ""))).isEmpty();
+    assertThat(Encryption.previousPassphrase(
+        Map.of("encryptionPassphrase", SECRET_VALUE, "encryptionPassphrasePrevious", SECRET_VALUE)))
+        .as("the same passphrase twice: nothing to rotate").isEmpty();
+    Optional<Passphrase> previous = Encryption.previousPassphrase(
+        Map.of("encryptionPassphrase", "the next passphrase", "encryptionPassphrasePrevious", SECRET_VALUE));
+    assertThat(previous).isPresent();
+    try (Passphrase p = previous.get()) {
+      assertThat(new String(p.bytes(), java.nio.charset.StandardCharsets.UTF_8)).isEqualTo(SECRET_VALUE);
+      assertThat(p.toString()).doesNotContain(SECRET_VALUE);
+    }
+  }
+
+  @Test
+  void aPreviousPassphraseOutsideTheRuleIsInvalidNamingItsKeyAndNotShown() {
+    for (String bad : new String[] {"1234567", "p".repeat(513), "abcd\0efgh"}) {
+      assertThatThrownBy(() -> Encryption.previousPassphrase(
+          Map.of("encryptionPassphrase", SECRET_VALUE, "encryptionPassphrasePrevious", bad)))
+          .isInstanceOfSatisfying(CsiException.class, e -> {
+            assertThat(e.kind()).isEqualTo(CsiException.Kind.INVALID_ARGUMENT);
+            assertThat(e.getMessage()).contains("secrets.encryptionPassphrasePrevious").contains("8 to 512 bytes")
+                .doesNotContain(bad);
+          });
+    }
+  }
+
+  @Test
+  void twoWrongPassphrasesAreUnauthenticatedNamingBothSecretsAndTheVolume() {
+    CsiException e = Encryption.wrongPassphrases("tank/v1");
+    assertThat(e.kind()).isEqualTo(CsiException.Kind.UNAUTHENTICATED);
+    assertThat(e.getMessage()).contains("secrets.encryptionPassphrase ").contains("secrets.encryptionPassphrasePrevious")
+        .contains("tank/v1").contains("nothing was changed");
+  }
 }

@@ -131,6 +131,37 @@ public abstract class KillConformance {
         s.expectPayload("vol");
       }
     },
+    /**
+     * A stage whose secrets rotate the passphrase (the volume made, formatted by a first stage and
+     * unstaged under the first one); afterwards only the new one opens it.
+     */
+    ROTATE_STAGE {
+      @Override
+      void prepare(KillScene s) throws IOException {
+        s.create("vol");
+        s.stage("vol");
+        s.unstage("vol");
+        s.rotatePassphrase();
+      }
+
+      @Override
+      void call(KillScene s) throws IOException {
+        s.stage("vol");
+      }
+
+      @Override
+      void verify(KillScene s) throws IOException {
+        s.expectStaged("vol");
+        s.publish("vol");
+        s.writePayload("vol");
+        s.unpublish("vol");
+        s.unstage("vol");
+        s.expectFirstPassphraseRefused("vol");
+        s.stage("vol");
+        s.publish("vol");
+        s.expectPayload("vol");
+      }
+    },
     UNSTAGE {
       @Override
       void prepare(KillScene s) throws IOException {
@@ -359,12 +390,16 @@ public abstract class KillConformance {
       // local, encrypted: the key is loaded before the device is formatted and mounted, unloaded after the unmount
       killEncrypted("local.stage.after-load-key", Where.LOCAL, Operation.STAGE),
       killEncrypted("local.unstage.before-unload-key", Where.LOCAL, Operation.UNSTAGE),
+      // local, encrypted, rotating: the key loaded with the previous passphrase before it is changed
+      killEncrypted("local.stage.after-load-previous-key", Where.LOCAL, Operation.ROTATE_STAGE),
       // qnap: sessions logged in on every portal before the multipath map is awaited; the map flushed before logout
       kill("qnap.attach.after-login", Where.QNAP, Operation.STAGE),
       // file, encrypted: LUKS2 written on the empty loop device before the mapping opens; the mapping
       // closed before the loop device is detached
       kill("stage.after-luks-format", Where.FILE_LUKS, Operation.STAGE),
       kill("unstage.after-luks-close", Where.FILE_LUKS, Operation.UNSTAGE),
+      // file, encrypted, rotating: the new passphrase's key slot added before the previous one's is destroyed
+      kill("stage.after-luks-add-slot", Where.FILE_LUKS, Operation.ROTATE_STAGE),
       kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */

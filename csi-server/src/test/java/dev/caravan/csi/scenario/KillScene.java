@@ -1,6 +1,7 @@
 package dev.caravan.csi.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
 import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
@@ -22,6 +23,8 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeContentSource;
 import dev.caravan.csi.v1.VolumeUsage;
 import dev.caravan.storage.mount.MountTable;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -62,7 +65,11 @@ final class KillScene {
   /** The passphrase of the encrypted cases' volumes. */
   static final String PASSPHRASE = "kill-scene passphrase";
 
+  /** The passphrase {@link #rotatePassphrase} sets. */
+  static final String ROTATED_PASSPHRASE = "kill-scene rotated passphrase";
+
   private final boolean encrypted;
+  private boolean rotating;
 
   KillScene(PluginFixture f, boolean block, long seed) {
     this(f, block, false, seed);
@@ -168,10 +175,42 @@ final class KillScene {
     return encrypted || f.backend.encrypted();
   }
 
-  /** The stage and create secrets: the passphrase of an encrypted volume, else none. */
+  /**
+   * The stage and create secrets: the passphrase of an encrypted volume, else none; once {@link
+   * #rotatePassphrase} was called, {@link #ROTATED_PASSPHRASE} with the first one as the previous.
+   */
   private Map<String, String> secrets() {
-    return !encrypted() ? Map.of()
-        : Map.of("encryptionPassphrase", encrypted ? PASSPHRASE : TestBackend.ENCRYPTION_PASSPHRASE);
+    if (!encrypted()) {
+      return Map.of();
+    }
+    String first = encrypted ? PASSPHRASE : TestBackend.ENCRYPTION_PASSPHRASE;
+    return rotating
+        ? Map.of("encryptionPassphrase", ROTATED_PASSPHRASE, "encryptionPassphrasePrevious", first)
+        : Map.of("encryptionPassphrase", first);
+  }
+
+  /**
+   * From now on the stage secrets rotate the volumes' passphrase: {@link #ROTATED_PASSPHRASE} under
+   * {@code encryptionPassphrase}, the one they were made with under {@code encryptionPassphrasePrevious}.
+   */
+  void rotatePassphrase() {
+    rotating = true;
+  }
+
+  /**
+   * The unstaged volume {@code name} refuses a stage with only the passphrase it was made with
+   * (UNAUTHENTICATED): the rotation took, and nothing is left staged by the refusal.
+   */
+  void expectFirstPassphraseRefused(String name) throws IOException {
+    Volume v = volume(name);
+    String first = encrypted ? PASSPHRASE : TestBackend.ENCRYPTION_PASSPHRASE;
+    NodeStageVolumeRequest req = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
+        .setVolumeCapability(cap).putSecrets("encryptionPassphrase", first).build();
+    assertThatThrownBy(() -> f.node.nodeStageVolume(req))
+        .isInstanceOfSatisfying(StatusRuntimeException.class,
+            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAUTHENTICATED));
+    assertThat(MountTable.isMountPoint(staging(name))).as("staging path mounted").isFalse();
   }
 
   void publish(String name) throws IOException {

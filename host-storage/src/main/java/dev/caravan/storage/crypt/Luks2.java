@@ -12,9 +12,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * LUKS2 on a block device, through libcryptsetup in this process (no {@code cryptsetup} process,
@@ -204,6 +207,98 @@ public final class Luks2 {
     Path device = now.device().orElse(now.path());
     check(Cryptsetups.resize(name, passphrase), "grow the mapping on", device);
     return status(name).sizeBytes();
+  }
+
+  /**
+   * The key slot of the LUKS2 header on {@code device} that {@code passphrase} opens, or empty when
+   * it opens none. Only reads the header: nothing is activated.
+   *
+   * @throws StorageException when {@code device} holds no LUKS2 header
+   */
+  public static OptionalInt slotOf(Path device, byte[] passphrase) {
+    Objects.requireNonNull(device, "device");
+    requirePassphrase(passphrase);
+    int rc = Cryptsetups.verify(device.toString(), passphrase);
+    if (rc == -Errno.EPERM) {
+      return OptionalInt.empty();
+    }
+    check(rc, "read the key slots of", device);
+    return OptionalInt.of(rc);
+  }
+
+  /**
+   * The numbers of the active key slots of the LUKS2 header on {@code device}, in order.
+   *
+   * @throws StorageException when {@code device} holds no LUKS2 header
+   */
+  public static List<Integer> keySlots(Path device) {
+    Objects.requireNonNull(device, "device");
+    int[] slots = Cryptsetups.activeKeySlots(device.toString());
+    if (slots.length == 1 && slots[0] < 0) {
+      check(slots[0], "read the key slots of", device);
+    }
+    return Arrays.stream(slots).boxed().toList();
+  }
+
+  /**
+   * Adds a key slot for {@code added} to the LUKS2 header on {@code device}, unlocked by {@code
+   * existing}, of the work {@code cost} asks for; every slot already there stays, so {@code
+   * existing} still opens the volume afterwards. When {@code added} opens a slot already, nothing
+   * is written and that slot is returned.
+   *
+   * @return the key slot {@code added} opens
+   * @throws WrongPassphraseException when {@code existing} opens no key slot
+   */
+  public static int addPassphrase(Path device, byte[] existing, byte[] added, KeySlotCost cost) {
+    Objects.requireNonNull(device, "device");
+    Objects.requireNonNull(cost, "cost");
+    requirePassphrase(existing);
+    requirePassphrase(added);
+    OptionalInt already = slotOf(device, added);
+    if (already.isPresent()) {
+      return already.getAsInt();
+    }
+    int rc =
+        Cryptsetups.addKeySlot(
+            device.toString(),
+            existing,
+            added,
+            new Cryptsetups.Pbkdf(
+                (int) cost.iterTime().toMillis(), cost.memoryKiB(), cost.parallelThreads()));
+    check(rc, "add a key slot to", device);
+    return rc;
+  }
+
+  /**
+   * Destroys the key slot {@code removed} opens on the LUKS2 header of {@code device}, once {@code
+   * kept} is checked to open another slot: the header is never left without a slot that {@code
+   * kept} opens.
+   *
+   * @return true when a slot was destroyed, false when {@code removed} opens none (already removed)
+   * @throws WrongPassphraseException when {@code kept} opens no key slot, or only the one {@code
+   *     removed} opens (the same passphrase)
+   */
+  public static boolean removePassphrase(Path device, byte[] removed, byte[] kept) {
+    Objects.requireNonNull(device, "device");
+    requirePassphrase(removed);
+    requirePassphrase(kept);
+    OptionalInt slot = slotOf(device, removed);
+    if (slot.isEmpty()) {
+      return false;
+    }
+    int doomed = slot.getAsInt();
+    boolean keptElsewhere = false;
+    for (int other : keySlots(device)) {
+      if (other != doomed && Cryptsetups.verifySlot(device.toString(), other, kept) >= 0) {
+        keptElsewhere = true;
+        break;
+      }
+    }
+    if (!keptElsewhere) {
+      throw new WrongPassphraseException(device);
+    }
+    check(Cryptsetups.destroyKeySlot(device.toString(), doomed), "destroy a key slot of", device);
+    return true;
   }
 
   /** Whether the mapping {@code name} is open, whether it is in use, its device and size. */

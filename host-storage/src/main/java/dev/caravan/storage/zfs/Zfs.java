@@ -370,6 +370,40 @@ public final class Zfs implements AutoCloseable {
   }
 
   /**
+   * Sets a new passphrase on a managed, passphrase-encrypted dataset's encryption root, as {@code
+   * zfs change-key -o keyformat=passphrase} does ({@code lzc_change_key}): the master key is
+   * wrapped with the key derived from {@code passphrase} under a new random {@code pbkdf2salt} and
+   * the root's own {@code pbkdf2iters}; no data is rewritten. Every dataset under that root changes
+   * with it: its snapshots, and clones that share the root. The key must be loaded (with the
+   * current passphrase, {@link #loadKey}) and stays loaded. One transaction: a crash leaves either
+   * passphrase, never neither.
+   *
+   * @throws ZfsRefusedException when the dataset is not managed, or not encrypted with a passphrase
+   * @throws ZfsException with EACCES when its key is not loaded
+   */
+  public void changePassphrase(String dataset, byte[] passphrase) {
+    Objects.requireNonNull(passphrase, "passphrase");
+    DatasetProperties root = encryptionRoot(dataset, "change the passphrase of");
+    long iterations = root.get("pbkdf2iters").map(Property::asLong).orElse(0L);
+    long salt = newSalt();
+    byte[] wrappingKey = WrappingKeys.derive(passphrase, salt, iterations);
+    try (NvList properties = NvList.create()) {
+      properties.add("keyformat", KEYFORMAT_PASSPHRASE);
+      properties.add("keylocation", KEYLOCATION_PROMPT);
+      properties.add("pbkdf2salt", salt);
+      properties.add("pbkdf2iters", iterations);
+      Lzc.Result changed = LzcKeys.changeKey(root.name(), properties, wrappingKey);
+      ZfsFailures.orThrow(
+          changed,
+          "change key of",
+          root.name(),
+          changed.errno() == ZfsErrors.EACCES ? "is its key loaded?" : null);
+    } finally {
+      Arrays.fill(wrappingKey, (byte) 0);
+    }
+  }
+
+  /**
    * Unloads the key of a managed, encrypted dataset's encryption root ({@code lzc_unload_key}); a
    * volume's device goes away with it. Retries for a few seconds while ZFS reports it busy.
    *

@@ -29,6 +29,7 @@ class Luks2GuestTest {
   private static final long MIB = 1L << 20;
   private static final byte[] PASSPHRASE = "correct horse battery".getBytes(StandardCharsets.UTF_8);
   private static final byte[] WRONG = "incorrect horse".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] NEXT = "rotated horse staple".getBytes(StandardCharsets.UTF_8);
   // The least work libcryptsetup accepts for a key slot: what these tests check does not depend on it, and under
   // emulation the default's second of argon2id is many seconds (Luks2Test checks the default).
   private static final KeySlotCost CHEAPEST = new KeySlotCost(Duration.ofMillis(1), 32, 1);
@@ -104,6 +105,61 @@ class Luks2GuestTest {
     Luks2.open(loop.device(), name, PASSPHRASE);
     assertThatThrownBy(() -> Luks2.open(loop.device(), name, WRONG))
         .isInstanceOf(WrongPassphraseException.class);
+  }
+
+  @Test
+  void aPassphraseAddedThenTheOldOneRemovedOpensTheSameData() throws IOException {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE, CHEAPEST);
+    Path mapped = Luks2.open(loop.device(), name, PASSPHRASE);
+    byte[] plain = "data written under the first passphrase".getBytes(StandardCharsets.UTF_8);
+    try (FileChannel out = FileChannel.open(mapped, StandardOpenOption.WRITE)) {
+      out.write(ByteBuffer.wrap(plain), 0);
+      out.force(true);
+    }
+    Luks2.close(name);
+    int first = Luks2.slotOf(loop.device(), PASSPHRASE).orElseThrow();
+    assertThat(Luks2.keySlots(loop.device())).containsExactly(first);
+
+    assertThatThrownBy(() -> Luks2.addPassphrase(loop.device(), WRONG, NEXT, CHEAPEST))
+        .isInstanceOf(WrongPassphraseException.class);
+    assertThat(Luks2.keySlots(loop.device())).containsExactly(first);
+    int added = Luks2.addPassphrase(loop.device(), PASSPHRASE, NEXT, CHEAPEST);
+    assertThat(added).isNotEqualTo(first);
+    assertThat(Luks2.keySlots(loop.device())).containsExactlyInAnyOrder(first, added);
+    assertThat(Luks2.addPassphrase(loop.device(), PASSPHRASE, NEXT, CHEAPEST))
+        .as("adding it again finds its slot and writes nothing")
+        .isEqualTo(added);
+    assertThat(Luks2.keySlots(loop.device())).hasSize(2);
+    assertThat(Luks2.slotOf(loop.device(), PASSPHRASE)).hasValue(first);
+    assertThat(Luks2.slotOf(loop.device(), NEXT)).hasValue(added);
+
+    assertThat(Luks2.removePassphrase(loop.device(), PASSPHRASE, NEXT)).isTrue();
+    assertThat(Luks2.keySlots(loop.device())).containsExactly(added);
+    assertThat(Luks2.slotOf(loop.device(), PASSPHRASE)).isEmpty();
+    assertThat(Luks2.removePassphrase(loop.device(), PASSPHRASE, NEXT)).as("removed already").isFalse();
+    assertThatThrownBy(() -> Luks2.open(loop.device(), name, PASSPHRASE))
+        .isInstanceOf(WrongPassphraseException.class);
+
+    Luks2.open(loop.device(), name, NEXT);
+    byte[] back = new byte[plain.length];
+    try (FileChannel in = FileChannel.open(mapped, StandardOpenOption.READ)) {
+      in.read(ByteBuffer.wrap(back), 0);
+    }
+    assertThat(back).isEqualTo(plain);
+  }
+
+  @Test
+  void theLastPassphraseThatWouldOpenTheHeaderIsNeverRemoved() {
+    Luks2.formatIfEmpty(loop.device(), PASSPHRASE, CHEAPEST);
+    int only = Luks2.slotOf(loop.device(), PASSPHRASE).orElseThrow();
+    assertThatThrownBy(() -> Luks2.removePassphrase(loop.device(), PASSPHRASE, PASSPHRASE))
+        .as("the same passphrase opens no other slot")
+        .isInstanceOf(WrongPassphraseException.class);
+    assertThatThrownBy(() -> Luks2.removePassphrase(loop.device(), PASSPHRASE, NEXT))
+        .as("a passphrase that opens nothing keeps nothing open")
+        .isInstanceOf(WrongPassphraseException.class);
+    assertThat(Luks2.keySlots(loop.device())).containsExactly(only);
+    assertThat(Luks2.slotOf(loop.device(), PASSPHRASE)).hasValue(only);
   }
 
   @Test

@@ -27,6 +27,7 @@ class ZfsEncryptionGuestTest {
   private static final Duration DEVICE_WAIT = Duration.ofSeconds(30);
   private static final String PASSPHRASE = "Tr0ub4dor&3-guest";
   private static final String WRONG = "not-the-passphrase";
+  private static final String NEW_PASSPHRASE = "correct-horse-rotated";
   // The fewest rounds OpenZFS allows: each key load derives the key again, and under emulation the
   // default's 350000 rounds take seconds (theDefaultCostIsOpenZfsDefault pays for it once).
   private static final Pbkdf2Iters CHEAPEST = new Pbkdf2Iters(Pbkdf2Iters.MINIMUM);
@@ -152,6 +153,57 @@ class ZfsEncryptionGuestTest {
     assertThat(GuestZfs.read(zfs.zvolDevice(copy, DEVICE_WAIT), 0, data.length)).isEqualTo(data);
     assertThat(zfs.unloadKey(copy)).isTrue();
     assertThat(zfs.keyStatus(name)).as("the source's key is its own").isEqualTo(KeyStatus.UNAVAILABLE);
+  }
+
+  @Test
+  void aNewPassphraseOpensTheVolumeItsSnapshotsAndItsClonesAndTheOldOneNothing() throws IOException {
+    String name = freshWithDevice("enc-rotate");
+    zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE), CHEAPEST);
+    byte[] data = GuestZfs.pattern(13, 32 * 1024);
+    GuestZfs.write(zfs.zvolDevice(name, DEVICE_WAIT), 0, data);
+    String before = zfs.snapshot(name, "before");
+    String clone = freshWithDevice("enc-rotate-clone");
+    GuestZfs.dependentClone(before, clone);
+    assertThat(zfsGet("encryptionroot", clone)).as("a dependent clone shares its origin's root").isEqualTo(name);
+    String salt = zfsGet("pbkdf2salt", name);
+
+    zfs.changePassphrase(name, bytes(NEW_PASSPHRASE));
+    assertThat(zfs.keyStatus(name)).as("the key stays loaded").isEqualTo(KeyStatus.AVAILABLE);
+    assertThat(zfsGet("pbkdf2iters", name)).as("the volume's cost is kept").isEqualTo("100000");
+    assertThat(zfsGet("pbkdf2salt", name)).as("a new salt, as zfs change-key picks").isNotEqualTo(salt);
+    assertThat(zfsGet("keyformat", name)).isEqualTo("passphrase");
+    assertThat(zfsGet("keylocation", name)).isEqualTo("prompt");
+    assertThat(zfs.unloadKey(name)).isTrue();
+    assertThat(zfsGet("keystatus", clone)).as("the clone's key went with its root's").isEqualTo("unavailable");
+
+    assertThatThrownBy(() -> zfs.loadKey(name, bytes(PASSPHRASE))).isInstanceOf(WrongKeyException.class);
+    assertThat(GuestZfs.withInput(PASSPHRASE + "\n", "zfs", "load-key", name)).as("zfs load-key, old passphrase").isNotZero();
+    assertThat(GuestZfs.withInput(NEW_PASSPHRASE + "\n", "zfs", "load-key", name)).as("zfs load-key, new passphrase").isZero();
+    assertThat(zfsGet("keystatus", clone)).isEqualTo("available");
+    assertThat(GuestZfs.read(zfs.zvolDevice(name, DEVICE_WAIT), 0, data.length)).isEqualTo(data);
+    unloadByCli(name);
+
+    // A copy of the snapshot taken before the change arrives under the new passphrase: a snapshot
+    // has no wrapping key of its own.
+    String copy = freshWithDevice("enc-rotate-copy");
+    zfs.cloneIndependent(before, ZvolSpec.of(copy, SIZE).sparse(true));
+    assertThatThrownBy(() -> zfs.loadKey(copy, bytes(PASSPHRASE))).isInstanceOf(WrongKeyException.class);
+    assertThat(zfs.loadKey(copy, bytes(NEW_PASSPHRASE))).isTrue();
+    assertThat(GuestZfs.read(zfs.zvolDevice(copy, DEVICE_WAIT), 0, data.length)).isEqualTo(data);
+    assertThat(zfs.unloadKey(copy)).isTrue();
+  }
+
+  @Test
+  void aPassphraseChangeNeedsTheKeyLoadedAndLeavesTheOldOneOtherwise() {
+    String name = freshWithDevice("enc-rotate-unloaded");
+    zfs.createEncryptedZvol(ZvolSpec.of(name, SIZE).sparse(true), bytes(PASSPHRASE), CHEAPEST);
+    assertThat(zfs.unloadKey(name)).isTrue();
+    assertThatThrownBy(() -> zfs.changePassphrase(name, bytes(NEW_PASSPHRASE)))
+        .isInstanceOf(ZfsException.class)
+        .hasMessageContaining("is its key loaded?")
+        .hasMessageNotContaining(NEW_PASSPHRASE);
+    assertThat(zfs.loadKey(name, bytes(PASSPHRASE))).isTrue();
+    assertThat(zfs.unloadKey(name)).isTrue();
   }
 
   @Test

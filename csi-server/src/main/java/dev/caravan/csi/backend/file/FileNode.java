@@ -27,6 +27,7 @@ import java.util.Optional;
  * that a restarted plugin finds it.
  */
 final class FileNode implements NodeBackend {
+  private static final System.Logger LOG = System.getLogger(FileNode.class.getName());
   private final FileStore store;
   private final KeySlotCost keySlotCost;
 
@@ -51,8 +52,9 @@ final class FileNode implements NodeBackend {
     if (!encrypted(volume)) {
       return LoopDevices.attach(image, false).device();
     }
-    // The passphrase is checked before anything is attached: a missing one changes nothing here.
-    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+    // The passphrases are checked before anything is attached: a missing one changes nothing here.
+    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets());
+        RotationFrom previous = new RotationFrom(Encryption.previousPassphrase(volume.secrets()))) {
       requireLuks2(volume);
       Path loop = LoopDevices.attach(image, false).device();
       try {
@@ -62,11 +64,50 @@ final class FileNode implements NodeBackend {
             + volume.volumeId() + " as LUKS2: it already holds " + e.found());
       }
       CrashPoints.reach("stage.after-luks-format");
+      Path mapped;
       try {
-        return Luks2.open(loop, mappingName(volume), key.bytes());
+        mapped = Luks2.open(loop, mappingName(volume), key.bytes());
       } catch (WrongPassphraseException e) {
-        throw Encryption.wrongPassphrase(volume.volumeId());
+        if (previous.passphrase().isEmpty()) {
+          throw Encryption.wrongPassphrase(volume.volumeId());
+        }
+        rotate(volume, loop, previous.passphrase().get(), key);
+        return Luks2.open(loop, mappingName(volume), key.bytes());
       }
+      // Opened with the current passphrase: a rotation a crash cut short (the new slot added, the old
+      // one not yet destroyed) is finished now. With one key slot there is nothing to finish.
+      if (previous.passphrase().isPresent() && Luks2.keySlots(loop).size() > 1
+          && Luks2.removePassphrase(loop, previous.passphrase().get().bytes(), key.bytes())) {
+        LOG.log(System.Logger.Level.INFO, "volume {0}: the key slot of secrets.{1} is destroyed",
+            volume.volumeId(), Encryption.PREVIOUS_SECRET);
+      }
+      return mapped;
+    }
+  }
+
+  /**
+   * Sets {@code key} as the passphrase of the LUKS2 header on {@code loop} in place of {@code
+   * previous}: a key slot for {@code key} is added first, then {@code previous}'s slot is destroyed,
+   * so that one of the two opens the volume at every moment. UNAUTHENTICATED, with nothing changed,
+   * when {@code previous} does not open it either.
+   */
+  private void rotate(VolumeRef volume, Path loop, Passphrase previous, Passphrase key) {
+    try {
+      Luks2.addPassphrase(loop, previous.bytes(), key.bytes(), keySlotCost);
+    } catch (WrongPassphraseException e) {
+      throw Encryption.wrongPassphrases(volume.volumeId());
+    }
+    CrashPoints.reach("stage.after-luks-add-slot");
+    Luks2.removePassphrase(loop, previous.bytes(), key.bytes());
+    LOG.log(System.Logger.Level.INFO, "volume {0}: its passphrase is now secrets.{1}",
+        volume.volumeId(), Encryption.SECRET);
+  }
+
+  /** The passphrase a stage's secrets rotate from, if any, zeroed when the stage is done with it. */
+  private record RotationFrom(Optional<Passphrase> passphrase) implements AutoCloseable {
+    @Override
+    public void close() {
+      passphrase.ifPresent(Passphrase::close);
     }
   }
 

@@ -26,6 +26,7 @@ import java.util.Optional;
  * context, which the CO hands back but does not protect.
  */
 final class LocalNode implements NodeBackend {
+  private static final System.Logger LOG = System.getLogger(LocalNode.class.getName());
   private static final Duration REFRESH_WAIT = Duration.ofSeconds(5);
 
   private final Zfs zfs;
@@ -56,15 +57,44 @@ final class LocalNode implements NodeBackend {
                 + v.dataset() + ")");
       }
       if (p.get().isEncrypted()) {
-        try (Passphrase passphrase = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
-          zfs.loadKey(v.dataset(), passphrase.bytes());
-        } catch (WrongKeyException e) {
-          throw Encryption.wrongPassphrase(volume.volumeId());
-        }
+        loadKey(volume, v);
         CrashPoints.reach("local.stage.after-load-key");
       }
       return zfs.zvolDevice(v.dataset(), config.deviceWait());
     });
+  }
+
+  /**
+   * Loads the zvol's key with {@code encryptionPassphrase}; when that does not open it and {@code
+   * encryptionPassphrasePrevious} does, loads it with the previous one and sets the current one as
+   * the zvol's passphrase ({@link Zfs#changePassphrase}: one ZFS transaction, so a crash leaves one
+   * passphrase or the other, and the retry finds the key loaded and changes it then).
+   */
+  private void loadKey(VolumeRef volume, VolumeId v) {
+    try (Passphrase passphrase = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+      Optional<Passphrase> previous = Encryption.previousPassphrase(volume.secrets());
+      try {
+        try {
+          zfs.loadKey(v.dataset(), passphrase.bytes());
+          return;
+        } catch (WrongKeyException e) {
+          if (previous.isEmpty()) {
+            throw Encryption.wrongPassphrase(volume.volumeId());
+          }
+        }
+        try {
+          zfs.loadKey(v.dataset(), previous.get().bytes());
+        } catch (WrongKeyException e) {
+          throw Encryption.wrongPassphrases(volume.volumeId());
+        }
+        CrashPoints.reach("local.stage.after-load-previous-key");
+        zfs.changePassphrase(v.dataset(), passphrase.bytes());
+        LOG.log(System.Logger.Level.INFO, "volume {0}: its passphrase is now secrets.{1}",
+            volume.volumeId(), Encryption.SECRET);
+      } finally {
+        previous.ifPresent(Passphrase::close);
+      }
+    }
   }
 
   /** The volume's id, required to be this node's and inside its managed datasets (NOT_FOUND otherwise). */

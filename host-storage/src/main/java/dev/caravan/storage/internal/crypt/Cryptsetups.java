@@ -68,14 +68,8 @@ public final class Cryptsetups {
     return withDevice(
         device,
         (arena, cd) -> {
-          MemorySegment pbkdfType = crypt_pbkdf_type.allocate(arena);
-          crypt_pbkdf_type.type(pbkdfType, Cryptsetup.CRYPT_KDF_ARGON2ID());
-          crypt_pbkdf_type.hash(pbkdfType, arena.allocateFrom("sha256"));
-          crypt_pbkdf_type.time_ms(pbkdfType, pbkdf.timeMs());
-          crypt_pbkdf_type.max_memory_kb(pbkdfType, pbkdf.maxMemoryKb());
-          crypt_pbkdf_type.parallel_threads(pbkdfType, pbkdf.parallelThreads());
           MemorySegment params = crypt_params_luks2.allocate(arena);
-          crypt_params_luks2.pbkdf(params, pbkdfType);
+          crypt_params_luks2.pbkdf(params, pbkdfType(arena, pbkdf));
           int formatted =
               Cryptsetup.crypt_format(
                   cd,
@@ -137,6 +131,104 @@ public final class Cryptsetups {
               key ->
                   Cryptsetup.crypt_activate_by_passphrase(
                       cd, mapping, Cryptsetup.CRYPT_ANY_SLOT(), key, passphrase.length, 0));
+        });
+  }
+
+  /**
+   * Adds a key slot for {@code added} to the LUKS2 header on {@code device}, unlocked by {@code
+   * existing}, with the work {@code pbkdf} asks for: the new slot's number, or a negative errno
+   * ({@code -EPERM}: {@code existing} opens no key slot). The slots already there are untouched.
+   */
+  public static int addKeySlot(String device, byte[] existing, byte[] added, Pbkdf pbkdf) {
+    return withDevice(
+        device,
+        (arena, cd) -> {
+          int loaded = load(cd);
+          if (loaded < 0) {
+            return loaded;
+          }
+          int costSet = Cryptsetup.crypt_set_pbkdf_type(cd, pbkdfType(arena, pbkdf));
+          if (costSet < 0) {
+            return costSet;
+          }
+          return withKey(
+              arena,
+              existing,
+              old ->
+                  withKey(
+                      arena,
+                      added,
+                      key ->
+                          Cryptsetup.crypt_keyslot_add_by_passphrase(
+                              cd,
+                              Cryptsetup.CRYPT_ANY_SLOT(),
+                              old,
+                              existing.length,
+                              key,
+                              added.length)));
+        });
+  }
+
+  /**
+   * The numbers of the LUKS2 header's active key slots on {@code device}, in order; a negative
+   * errno as the only element when the header cannot be loaded.
+   */
+  public static int[] activeKeySlots(String device) {
+    int[][] found = new int[1][];
+    int rc =
+        withDevice(
+            device,
+            (arena, cd) -> {
+              int loaded = load(cd);
+              if (loaded < 0) {
+                return loaded;
+              }
+              int max = Cryptsetup.crypt_keyslot_max(Cryptsetup.CRYPT_LUKS2());
+              found[0] =
+                  java.util.stream.IntStream.range(0, Math.max(0, max))
+                      .filter(
+                          slot -> {
+                            int status = Cryptsetup.crypt_keyslot_status(cd, slot);
+                            return status == Cryptsetup.CRYPT_SLOT_ACTIVE()
+                                || status == Cryptsetup.CRYPT_SLOT_ACTIVE_LAST();
+                          })
+                      .toArray();
+              return 0;
+            });
+    return rc < 0 ? new int[] {rc} : found[0];
+  }
+
+  /**
+   * Checks {@code passphrase} against the one key slot {@code slot}: the slot's number when it
+   * opens that slot, a negative errno ({@code -EPERM}) when it does not.
+   */
+  public static int verifySlot(String device, int slot, byte[] passphrase) {
+    return withDevice(
+        device,
+        (arena, cd) -> {
+          int loaded = load(cd);
+          if (loaded < 0) {
+            return loaded;
+          }
+          return withKey(
+              arena,
+              passphrase,
+              key ->
+                  Cryptsetup.crypt_activate_by_passphrase(
+                      cd, MemorySegment.NULL, slot, key, passphrase.length, 0));
+        });
+  }
+
+  /** Wipes the key slot {@code slot} of the LUKS2 header on {@code device}: 0 or a negative errno. */
+  public static int destroyKeySlot(String device, int slot) {
+    return withDevice(
+        device,
+        (arena, cd) -> {
+          int loaded = load(cd);
+          if (loaded < 0) {
+            return loaded;
+          }
+          return Cryptsetup.crypt_keyslot_destroy(cd, slot);
         });
   }
 
@@ -241,6 +333,17 @@ public final class Cryptsetups {
         Cryptsetup.crypt_free(cd);
       }
     }
+  }
+
+  /** argon2id with sha256, benchmarked to the time asked within the memory and thread caps. */
+  private static MemorySegment pbkdfType(Arena arena, Pbkdf pbkdf) {
+    MemorySegment pbkdfType = crypt_pbkdf_type.allocate(arena);
+    crypt_pbkdf_type.type(pbkdfType, Cryptsetup.CRYPT_KDF_ARGON2ID());
+    crypt_pbkdf_type.hash(pbkdfType, arena.allocateFrom("sha256"));
+    crypt_pbkdf_type.time_ms(pbkdfType, pbkdf.timeMs());
+    crypt_pbkdf_type.max_memory_kb(pbkdfType, pbkdf.maxMemoryKb());
+    crypt_pbkdf_type.parallel_threads(pbkdfType, pbkdf.parallelThreads());
+    return pbkdfType;
   }
 
   private static int load(MemorySegment cd) {

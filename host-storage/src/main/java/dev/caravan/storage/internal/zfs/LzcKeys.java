@@ -8,13 +8,16 @@ import java.lang.foreign.MemorySegment;
 import java.util.Map;
 
 /**
- * {@code lzc_load_key} and {@code lzc_unload_key}, the two libzfs_core calls of ZFS native
- * encryption's key handling, through the generated bindings.
+ * {@code lzc_load_key}, {@code lzc_unload_key} and {@code lzc_change_key}, the libzfs_core calls
+ * of ZFS native encryption's key handling, through the generated bindings.
  *
  * <p>Like {@link Lzc}, only reachable after {@link ZfsLibrary#require()} succeeded. The wrapping key
  * is copied into native memory for the call only, and that memory is zeroed before it is freed.
  */
 public final class LzcKeys {
+  // enum dcp_cmd (sys/dsl_crypt.h, not in libzfs_core's headers): none, raw_recv, new_key, ...
+  private static final long DCP_CMD_NEW_KEY = 2;
+
   private LzcKeys() {}
 
   /**
@@ -28,6 +31,30 @@ public final class LzcKeys {
         MemorySegment.copy(wrappingKey, 0, key, JAVA_BYTE, 0, wrappingKey.length);
         // boolean_t is an enum: an int in the C ABI.
         int errno = ZfsCore.lzc_load_key(arena.allocateFrom(dataset), noop ? 1 : 0, key, wrappingKey.length);
+        return new Lzc.Result(errno, Map.of());
+      } finally {
+        key.fill((byte) 0);
+      }
+    }
+  }
+
+  /**
+   * {@code lzc_change_key} with {@code DCP_CMD_NEW_KEY}: wraps the encryption root {@code dataset}'s
+   * master key with {@code wrappingKey} (32 bytes) instead of the loaded one, and sets the key
+   * properties in {@code properties}. EACCES: its key is not loaded.
+   */
+  public static Lzc.Result changeKey(String dataset, NvList properties, byte[] wrappingKey) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment key = arena.allocate(JAVA_BYTE, wrappingKey.length);
+      try {
+        MemorySegment.copy(wrappingKey, 0, key, JAVA_BYTE, 0, wrappingKey.length);
+        int errno =
+            ZfsCore.lzc_change_key(
+                arena.allocateFrom(dataset),
+                DCP_CMD_NEW_KEY,
+                properties.handle(),
+                key,
+                wrappingKey.length);
         return new Lzc.Result(errno, Map.of());
       } finally {
         key.fill((byte) 0);
