@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.scenario.TestBackend.Zfs;
 import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.testing.RootLog;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
@@ -24,10 +25,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
-import java.util.logging.SimpleFormatter;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -46,33 +43,19 @@ class EncryptionOnLocalTest {
   private static final VolumeCapability CAP = Caps.mount("ext4");
 
   private PluginFixture f;
-  private final StringBuilder log = new StringBuilder();
-  private final Handler capture = new Handler() {
-    private final SimpleFormatter format = new SimpleFormatter();
-
-    @Override
-    public void publish(LogRecord record) {
-      synchronized (log) {
-        log.append(format.format(record));
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
+  private RootLog log;
 
   @BeforeEach
   void start() throws IOException {
-    Logger.getLogger("").addHandler(capture);
+    log = RootLog.capture();
     f = PluginFixture.start(TestBackend.local());
   }
 
   @AfterEach
   void stop() throws IOException {
-    Logger.getLogger("").removeHandler(capture);
+    if (log != null) {
+      log.close();
+    }
     if (f != null) {
       f.close();
     }
@@ -196,10 +179,7 @@ class EncryptionOnLocalTest {
     assertThat(f.storageObjects()).isEmpty();
 
     // nowhere: not in the plugin's log, its data directory or its journal
-    String logged;
-    synchronized (log) {
-      logged = log.toString();
-    }
+    String logged = log.text();
     assertThat(logged).contains("CreateVolume").doesNotContain(PASSPHRASE).doesNotContain(WRONG);
     assertThat(EncryptionParameterOnFileTest.filesContaining(f.work, PASSPHRASE)).isEmpty();
     assertThat(EncryptionParameterOnFileTest.filesContaining(f.work, WRONG)).isEmpty();

@@ -4,6 +4,7 @@ import static dev.caravan.csi.scenario.Caps.MIB;
 import static dev.caravan.csi.testing.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.testing.RootLog;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
@@ -22,10 +23,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
-import java.util.logging.SimpleFormatter;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -48,34 +45,20 @@ class PassphraseRotationOnFileGuestTest {
 
   private PluginFixture f;
   private final VolumeCapability cap = Caps.mount("ext4");
-  private final StringBuilder log = new StringBuilder();
-  private final Handler capture = new Handler() {
-    private final SimpleFormatter format = new SimpleFormatter();
-
-    @Override
-    public void publish(LogRecord record) {
-      synchronized (log) {
-        log.append(format.format(record));
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
+  private RootLog log;
 
   @BeforeEach
   void start() throws IOException {
     HostRequirements.assumeTool("cryptsetup", "cryptsetup-bin");
-    Logger.getLogger("").addHandler(capture);
+    log = RootLog.capture();
     f = PluginFixture.start(TestBackend.fileEncrypted());
   }
 
   @AfterEach
   void stop() throws IOException {
-    Logger.getLogger("").removeHandler(capture);
+    if (log != null) {
+      log.close();
+    }
     if (f != null) {
       f.close();
     }
@@ -174,10 +157,7 @@ class PassphraseRotationOnFileGuestTest {
     f.controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(before).build());
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
 
-    String logged;
-    synchronized (log) {
-      logged = log.toString();
-    }
+    String logged = log.text();
     assertThat(logged).contains("its passphrase is now secrets.encryptionPassphrase")
         .doesNotContain(OLD).doesNotContain(NEW).doesNotContain(WRONG);
     for (String secret : new String[] {OLD, NEW, WRONG}) {

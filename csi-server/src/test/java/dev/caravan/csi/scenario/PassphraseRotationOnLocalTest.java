@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.scenario.TestBackend.Zfs;
 import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.testing.RootLog;
 import dev.caravan.csi.v1.CreateSnapshotRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteSnapshotRequest;
@@ -23,10 +24,6 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
-import java.util.logging.SimpleFormatter;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -46,33 +43,19 @@ class PassphraseRotationOnLocalTest {
   private static final VolumeCapability CAP = Caps.mount("ext4");
 
   private PluginFixture f;
-  private final StringBuilder log = new StringBuilder();
-  private final Handler capture = new Handler() {
-    private final SimpleFormatter format = new SimpleFormatter();
-
-    @Override
-    public void publish(LogRecord record) {
-      synchronized (log) {
-        log.append(format.format(record));
-      }
-    }
-
-    @Override
-    public void flush() {}
-
-    @Override
-    public void close() {}
-  };
+  private RootLog log;
 
   @BeforeEach
   void start() throws IOException {
-    Logger.getLogger("").addHandler(capture);
+    log = RootLog.capture();
     f = PluginFixture.start(TestBackend.local());
   }
 
   @AfterEach
   void stop() throws IOException {
-    Logger.getLogger("").removeHandler(capture);
+    if (log != null) {
+      log.close();
+    }
     if (f != null) {
       f.close();
     }
@@ -187,10 +170,7 @@ class PassphraseRotationOnLocalTest {
     }
     assertThat(f.storageObjects()).isEmpty();
 
-    String logged;
-    synchronized (log) {
-      logged = log.toString();
-    }
+    String logged = log.text();
     assertThat(logged).contains("its passphrase is now secrets.encryptionPassphrase")
         .doesNotContain(OLD).doesNotContain(NEW).doesNotContain(WRONG);
     for (String secret : new String[] {OLD, NEW, WRONG}) {

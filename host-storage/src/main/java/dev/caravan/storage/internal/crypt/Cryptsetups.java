@@ -117,13 +117,9 @@ public final class Cryptsetups {
 
   /** {@code crypt_activate_by_passphrase}; a null {@code name} only checks the passphrase. */
   private static int activateByPassphrase(String device, String name, byte[] passphrase) {
-    return withDevice(
+    return withHeader(
         device,
         (arena, cd) -> {
-          int loaded = load(cd);
-          if (loaded < 0) {
-            return loaded;
-          }
           MemorySegment mapping = name == null ? MemorySegment.NULL : arena.allocateFrom(name);
           return withKey(
               arena,
@@ -140,13 +136,9 @@ public final class Cryptsetups {
    * ({@code -EPERM}: {@code existing} opens no key slot). The slots already there are untouched.
    */
   public static int addKeySlot(String device, byte[] existing, byte[] added, Pbkdf pbkdf) {
-    return withDevice(
+    return withHeader(
         device,
         (arena, cd) -> {
-          int loaded = load(cd);
-          if (loaded < 0) {
-            return loaded;
-          }
           int costSet = Cryptsetup.crypt_set_pbkdf_type(cd, pbkdfType(arena, pbkdf));
           if (costSet < 0) {
             return costSet;
@@ -176,13 +168,9 @@ public final class Cryptsetups {
   public static int[] activeKeySlots(String device) {
     int[][] found = new int[1][];
     int rc =
-        withDevice(
+        withHeader(
             device,
             (arena, cd) -> {
-              int loaded = load(cd);
-              if (loaded < 0) {
-                return loaded;
-              }
               int max = Cryptsetup.crypt_keyslot_max(Cryptsetup.CRYPT_LUKS2());
               found[0] =
                   java.util.stream.IntStream.range(0, Math.max(0, max))
@@ -203,13 +191,9 @@ public final class Cryptsetups {
    * opens that slot, a negative errno ({@code -EPERM}) when it does not.
    */
   public static int verifySlot(String device, int slot, byte[] passphrase) {
-    return withDevice(
+    return withHeader(
         device,
         (arena, cd) -> {
-          int loaded = load(cd);
-          if (loaded < 0) {
-            return loaded;
-          }
           return withKey(
               arena,
               passphrase,
@@ -221,13 +205,9 @@ public final class Cryptsetups {
 
   /** Wipes the key slot {@code slot} of the LUKS2 header on {@code device}: 0 or a negative errno. */
   public static int destroyKeySlot(String device, int slot) {
-    return withDevice(
+    return withHeader(
         device,
         (arena, cd) -> {
-          int loaded = load(cd);
-          if (loaded < 0) {
-            return loaded;
-          }
           return Cryptsetup.crypt_keyslot_destroy(cd, slot);
         });
   }
@@ -352,6 +332,14 @@ public final class Cryptsetups {
 
   private interface DeviceCall {
     int apply(Arena arena, MemorySegment cd);
+  }
+
+  /** {@link #withDevice}, with the device's LUKS2 header loaded: the load's negative errno when it fails. */
+  private static int withHeader(String device, DeviceCall call) {
+    return withDevice(device, (arena, cd) -> {
+      int loaded = load(cd);
+      return loaded < 0 ? loaded : call.apply(arena, cd);
+    });
   }
 
   private static int withDevice(String device, DeviceCall call) {
