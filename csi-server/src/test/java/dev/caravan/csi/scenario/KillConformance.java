@@ -365,7 +365,11 @@ public abstract class KillConformance {
       // closed before the loop device is detached
       kill("stage.after-luks-format", Where.FILE_LUKS, Operation.STAGE),
       kill("unstage.after-luks-close", Where.FILE_LUKS, Operation.UNSTAGE),
-      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
+      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE),
+      // qnap, encrypted: LUKS2 written on the empty multipath map before the mapping opens; the mapping
+      // closed before the map is flushed and the sessions logged out
+      killEncrypted("qnap.attach.after-luks-format", Where.QNAP, Operation.STAGE),
+      killEncrypted("qnap.detach.after-luks-close", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
   private static final long CALL_SECONDS = 600;
