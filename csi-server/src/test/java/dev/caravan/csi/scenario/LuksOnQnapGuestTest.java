@@ -169,10 +169,11 @@ class LuksOnQnapGuestTest {
 
     f.unstage(v.getVolumeId(), staging);
     assertThat(Luks2.status(mapping).open()).isFalse();
-    assertThat(f.backend.leftoversOf(f.work, v.getVolumeContextMap())).isEmpty();
     f.controller.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .setNodeId(f.backend.nodeId()).build());
     f.controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
+    assertThat(f.backend.leftoversOf(f.work, v.getVolumeContextMap()))
+        .as("no session, node record, map, mapping, target or LUN file left").isEmpty();
     assertThat(pluginFilesContaining(PASSPHRASE.getBytes(StandardCharsets.UTF_8)))
         .as("files the plugin wrote holding the passphrase").isEmpty();
   }
@@ -208,6 +209,34 @@ class LuksOnQnapGuestTest {
     stage(v, staging, Map.of());
     assertThat(Files.readString(staging.resolve("kept.txt"))).isEqualTo("plain data, seen on the target's LUN file");
     f.unstage(v.getVolumeId(), staging);
+  }
+
+  /**
+   * An encrypted volume whose LUN got a filesystem before its first stage (written on the target's side)
+   * is refused the same way: the never-reformat rule holds whatever the id says.
+   */
+  @Test
+  void anEncryptedVolumesLunThatHoldsAFilesystemIsRefused() throws IOException, InterruptedException {
+    Volume v = create("sealed-had-data", true);
+    Path found;
+    try (Stream<Path> files = Files.list(f.work.resolve("lio"))) {
+      List<Path> luns = files.filter(p -> p.getFileName().toString().startsWith("lun-")).toList();
+      assertThat(luns).hasSize(1);
+      found = luns.get(0);
+    }
+    Path lun = found;
+    // Through the loop device the target serves the LUN from, so the target reads what was written.
+    Path loop = dev.caravan.storage.block.LoopDevices.list().stream().filter(l -> l.backingFile().equals(lun))
+        .map(dev.caravan.storage.block.LoopDevice::device).findFirst().orElseThrow();
+    Process mkfs = new ProcessBuilder(List.of("mkfs.ext4", "-q", "-F", loop.toString())).inheritIO().start();
+    assertThat(mkfs.waitFor()).isZero();
+    Path staging = f.dir("staging/default/sealed-had-data/rw-file-system-single-node-writer");
+    StatusRuntimeException e = error(() -> stage(v, staging, Map.of(SECRET, PASSPHRASE)));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(e.getStatus().getDescription()).contains("refusing to format", "ext4 filesystem")
+        .doesNotContain(PASSPHRASE);
+    assertThat(Luks2.status(mappingOf(wwid(v))).open()).isFalse();
+    assertThat(Iscsi.system().sessions()).noneMatch(s -> s.target().equals(v.getVolumeContextMap().get("targetIqn")));
   }
 
   /** The LUN files of the LIO targets (the appliance's disks, as it were) holding {@code needle}. */
