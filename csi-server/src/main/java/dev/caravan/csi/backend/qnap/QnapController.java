@@ -62,8 +62,9 @@ import java.util.Set;
  * <p>Encryption ({@code encryption=on}) is LUKS2 on the LUN, which the node writes at the volume's
  * first stage and opens with the stage's passphrase: the appliance only ever holds ciphertext. The
  * volume id records it ({@link QnapIds}), so it lives on the appliance in the LUN's name. An
- * encrypted LUN is one GiB larger than the volume's capacity, which is what every call reports: the
- * LUKS2 header takes 16 MiB of it, and sizes stay whole GiB.
+ * encrypted LUN is the smallest whole number of GiB that holds the size asked for and the 16 MiB LUKS2
+ * header, and its capacity, what every call reports, is what the opened mapping holds: the LUN less
+ * the header.
  */
 final class QnapController implements ControllerBackend {
   static final String POOL = "pool";
@@ -104,14 +105,28 @@ final class QnapController implements ControllerBackend {
     return Optional.empty();
   }
 
-  /** What an encrypted volume's LUN holds beyond its capacity: room for the LUKS2 header, in whole GiB. */
-  private static long headroom(VolumeId v) {
-    return v.encrypted() ? GIB : 0;
+  /** What an encrypted volume's LUN holds beyond its capacity: the LUKS2 header. */
+  private static long header(VolumeId v) {
+    return v.encrypted() ? dev.caravan.storage.crypt.Luks2.HEADER_BYTES : 0;
   }
 
-  /** The volume's capacity: its LUN's size, less an encrypted volume's headroom. */
+  /** The volume's capacity: its LUN's size, less an encrypted volume's LUKS2 header (what its mapping holds). */
   private static long capacity(VolumeId v, Lun lun) {
-    return Math.max(0, lun.capacityBytes() - headroom(v));
+    return Math.max(0, lun.capacityBytes() - header(v));
+  }
+
+  /**
+   * The LUN, in whole GiB, of a volume that must hold {@code bytes}: an encrypted one's header on top;
+   * OUT_OF_RANGE when the capacity that gives is above {@code range}'s limit.
+   */
+  private static long lunGib(VolumeId v, long bytes, CapacityRange range) {
+    long gib = (bytes + header(v) + GIB - 1) / GIB;
+    long capacity = gib * GIB - header(v);
+    if (range.hasLimit() && capacity > range.limitBytes()) {
+      throw CsiException.outOfRange("capacity_range.limit_bytes " + range.limitBytes() + " is below " + capacity
+          + " bytes, the smallest encrypted volume possible here (a LUN of whole GiB less its 16 MiB LUKS2 header)");
+    }
+    return gib;
   }
 
   // ---- lookups -----------------------------------------------------------------------------------
@@ -193,9 +208,9 @@ final class QnapController implements ControllerBackend {
       lun = cloneInto(v, req, pool);
       made = true;
     } else {
-      long bytes = size(req.capacity(), 0) + headroom(v);
-      requireRoom(pool, thin, bytes);
-      lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
+      long gib = lunGib(v, size(req.capacity(), 0), req.capacity());
+      requireRoom(pool, thin, gib * GIB);
+      lun = api.createLun(v.lunName(), gib, pool, thin);
       made = true;
       CrashPoints.reach("qnap.create.after-lun"); // a LUN without its target: the retry, or a publish, exposes it
     }
@@ -282,7 +297,7 @@ final class QnapController implements ControllerBackend {
           .orElseThrow(() -> CsiException.notFound("volume_content_source.snapshot.snapshot_id '" + src.id()
               + "' does not exist"));
       requireEncryptionOfSource("volume_content_source.snapshot.snapshot_id", src.id(), s.volume(), v);
-      long bytes = size(req.capacity(), capacity(s.volume(), source)) + headroom(v);
+      long bytes = lunGib(v, size(req.capacity(), capacity(s.volume(), source)), req.capacity()) * GIB;
       return grow(api.cloneSnapshot(source, snap, v.lunName(), pool, config.instantClone()), bytes);
     }
     VolumeId sv = QnapIds.volume(src.id()).orElseThrow(() -> CsiException.notFound(
@@ -290,7 +305,7 @@ final class QnapController implements ControllerBackend {
     Lun source = lunNamed(luns, sv.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
         "volume_content_source.volume.volume_id '" + src.id() + "' does not exist"));
     requireEncryptionOfSource("volume_content_source.volume.volume_id", src.id(), sv, v);
-    long bytes = size(req.capacity(), capacity(sv, source)) + headroom(v);
+    long bytes = lunGib(v, size(req.capacity(), capacity(sv, source)), req.capacity()) * GIB;
     // QTS has no LUN-to-LUN clone: copy a snapshot taken for this clone, then drop it. Its name comes
     // from the clone, so a retry after a crash finds and reuses it.
     String tempName = QnapIds.cloneSnapshotName(v);
@@ -582,7 +597,7 @@ final class QnapController implements ControllerBackend {
       throw CsiException.invalid("capacity_range.required_bytes " + range.requiredBytes() + " is not a whole number"
           + " of GiB (1073741824 bytes): QNAP LUNs are sized in whole GiB, and Caravan does not round silently");
     }
-    return new ExpandResult(capacity(v, api.resizeLun(lun, (range.requiredBytes() + headroom(v)) / GIB)), node);
+    return new ExpandResult(capacity(v, api.resizeLun(lun, lunGib(v, range.requiredBytes(), range))), node);
   }
 
   @Override

@@ -418,6 +418,7 @@ class QnapControllerTest {
   }
 
   private static final String PASSPHRASE = "qnap-controller-passphrase";
+  private static final long HEADER = dev.caravan.storage.crypt.Luks2.HEADER_BYTES;
 
   private CreateVolumeRequest.Builder encrypted(String name, long gib) {
     return create(name, gib).putParameters("encryption", "on").putSecrets("encryptionPassphrase", PASSPHRASE);
@@ -425,7 +426,8 @@ class QnapControllerTest {
 
   /**
    * encryption=on is recorded in the LUN's name (so in the id, on the appliance) and the context; the
-   * LUN holds a GiB more than the capacity every call reports, room for the LUKS2 header in whole GiB.
+   * LUN is the whole GiB that holds the size asked for and the LUKS2 header, and the capacity every call
+   * reports is the LUN less the header: what the node's mapping holds.
    */
   @Test
   void encryptionOnIsRecordedInTheLunNameAndItsLunHasRoomForTheHeader() throws Exception {
@@ -433,15 +435,19 @@ class QnapControllerTest {
     Volume v = controller.createVolume(encrypted("sealed", 1).addVolumeCapabilities(block()).build()).getVolume();
     assertThat(v.getVolumeId()).startsWith("qnap/v1/cvel-sealed-");
     assertThat(v.getVolumeContextMap()).containsEntry("encryption", "on");
-    assertThat(v.getCapacityBytes()).isEqualTo(GIB);
+    assertThat(v.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
     String lun = v.getVolumeId().substring(8);
     assertThat(sim.lunBytes(lun)).as("the LUN, header room included").isEqualTo(2 * GIB);
     Volume read = controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
         .setVolumeId(v.getVolumeId()).build()).getVolume();
     assertThat(read.getVolumeContextMap()).isEqualTo(v.getVolumeContextMap());
-    assertThat(read.getCapacityBytes()).isEqualTo(GIB);
+    assertThat(read.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
     assertThat(controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
-        .extracting(e -> e.getVolume().getCapacityBytes()).containsExactly(GIB);
+        .extracting(e -> e.getVolume().getCapacityBytes()).containsExactly(2 * GIB - HEADER);
+    var tooSmall = error(() -> controller.createVolume(encrypted("small", 1)
+        .setCapacityRange(gib(1).toBuilder().setLimitBytes(GIB)).build()));
+    assertThat(tooSmall.getStatus().getCode()).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(tooSmall.getStatus().getDescription()).contains("capacity_range.limit_bytes", "LUKS2 header");
     assertThat(controller.createVolume(encrypted("sealed", 1).addVolumeCapabilities(block()).build()).getVolume())
         .as("the retry").isEqualTo(v);
 
@@ -455,12 +461,12 @@ class QnapControllerTest {
 
     var grown = controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
         .setVolumeId(v.getVolumeId()).setCapacityRange(gib(3)).setVolumeCapability(block()).build());
-    assertThat(grown.getCapacityBytes()).isEqualTo(3 * GIB);
+    assertThat(grown.getCapacityBytes()).isEqualTo(4 * GIB - HEADER);
     assertThat(grown.getNodeExpansionRequired()).as("the mapping grows on the node, block access too").isTrue();
     assertThat(sim.lunBytes(lun)).isEqualTo(4 * GIB);
     Snapshot s = controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
         .setName("sealed-snap").build()).getSnapshot();
-    assertThat(s.getSizeBytes()).isEqualTo(3 * GIB);
+    assertThat(s.getSizeBytes()).isEqualTo(4 * GIB - HEADER);
     controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
     controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
     assertThat(sim.lunNames()).isEmpty();
@@ -506,11 +512,11 @@ class QnapControllerTest {
     Volume copy = controller.createVolume(encrypted("copy", 1).setVolumeContentSource(fromSealed).build()).getVolume();
     assertThat(copy.getVolumeId()).startsWith("qnap/v1/cveml-copy-");
     assertThat(copy.getVolumeContextMap()).containsEntry("encryption", "on");
-    assertThat(copy.getCapacityBytes()).isEqualTo(GIB);
+    assertThat(copy.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
     assertThat(sim.lunBytes(copy.getVolumeId().substring(8))).isEqualTo(2 * GIB);
     Volume bigger = controller.createVolume(encrypted("bigger", 2).setVolumeContentSource(fromSealedVolume).build())
         .getVolume();
-    assertThat(bigger.getCapacityBytes()).isEqualTo(2 * GIB);
+    assertThat(bigger.getCapacityBytes()).isEqualTo(3 * GIB - HEADER);
     assertThat(sim.lunBytes(bigger.getVolumeId().substring(8))).isEqualTo(3 * GIB);
     Volume plainCopy = controller.createVolume(create("plain-copy", 1).setVolumeContentSource(fromPlain).build())
         .getVolume();
