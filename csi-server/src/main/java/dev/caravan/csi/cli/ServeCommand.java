@@ -122,7 +122,7 @@ final class ServeCommand implements Callable<Integer> {
       Flag.text("--placement-reserve", "SIZE", "Free space host=auto keeps back on"
           + " this node, e.g. 10GiB (default: 0).",
           (c, v) -> c.placementReserve = v),
-      Flag.number("--luks-iter-time", "MS", "file only: how long, in milliseconds of this node's time, opening"
+      Flag.number("--luks-iter-time", "MS", "file and qnap: how long, in milliseconds of this node's time, opening"
           + " the LUKS2 key slot of an encrypted volume takes (cryptsetup's --iter-time: argon2id benchmarked to it,"
           + " within 256 MiB), 1 to 60000 (default: 1000). More costs each stage that much time, and each guess"
           + " at the passphrase more. Applies to volumes formatted afterwards (at their first stage); a volume"

@@ -400,7 +400,11 @@ public abstract class KillConformance {
       kill("unstage.after-luks-close", Where.FILE_LUKS, Operation.UNSTAGE),
       // file, encrypted, rotating: the new passphrase's key slot added before the previous one's is destroyed
       kill("stage.after-luks-add-slot", Where.FILE_LUKS, Operation.ROTATE_STAGE),
-      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE));
+      kill("qnap.detach.after-flush", Where.QNAP, Operation.UNSTAGE),
+      // qnap, encrypted: LUKS2 written on the empty multipath map before the mapping opens; the mapping
+      // closed before the map is flushed and the sessions logged out
+      killEncrypted("qnap.attach.after-luks-format", Where.QNAP, Operation.STAGE),
+      killEncrypted("qnap.detach.after-luks-close", Where.QNAP, Operation.UNSTAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
   private static final long CALL_SECONDS = 600;

@@ -530,8 +530,8 @@ public abstract class TestBackend {
     }
 
     /**
-     * On LIO: the iSCSI sessions and node records of the volume's target, the multipath map of its WWID,
-     * the LIO target in configfs and the loop devices over the LUN files; the simulator alone has none.
+     * On LIO: the iSCSI sessions and node records of the volume's target, the multipath map of its WWID
+     * and an encrypted volume's LUKS2 mapping on it, the LIO target in configfs and the loop devices over the LUN files; the simulator alone has none.
      */
     @Override
     List<String> leftoversOf(Path work, Map<String, String> volumeContext) {
@@ -546,6 +546,12 @@ public abstract class TestBackend {
       iscsi.nodes().stream().filter(r -> r.target().equals(iqn)).forEach(r -> left.add("node record " + r));
       dev.caravan.storage.multipath.Multipath.system().maps().stream().filter(m -> m.wwid().value().equals(wwid))
           .forEach(m -> left.add("multipath map " + m.name() + " of WWID " + wwid));
+      if (dev.caravan.storage.crypt.Luks2.unavailableReason().isEmpty()) {
+        String mapping = dev.caravan.storage.crypt.Luks2.mappingName("caravan-qnap:" + wwid);
+        if (dev.caravan.storage.crypt.Luks2.status(mapping).open()) {
+          left.add("LUKS2 mapping " + mapping + " of WWID " + wwid);
+        }
+      }
       Path target = Path.of("/sys/kernel/config/target/iscsi").resolve(iqn);
       if (Files.exists(target)) {
         left.add("LIO target " + target);

@@ -66,14 +66,15 @@ public final class QnapBackend extends BackendHalves {
    * with the same limits {@link #open} gives its node. The node-side benchmarks measure this.
    */
   public static NodeBackend systemNode(List<String> portals) {
-    return new QnapNode(Initiator.system(ISCSIADM_TIMEOUT, Optional.empty()), DEVICE_WAIT, portals);
+    return new QnapNode(Initiator.system(ISCSIADM_TIMEOUT, Optional.empty()), DEVICE_WAIT, portals,
+        dev.caravan.csi.backend.KeyCosts.DEFAULT.luks());
   }
 
   static QnapBackend open(BackendConfig backendConfig, Map<String, String> env) {
     QnapConfig config = QnapConfig.parse(backendConfig.options());
     Initiator initiator = Initiator.system(ISCSIADM_TIMEOUT, config.iscsiIface());
     logIface(config, initiator);
-    QnapNode node = new QnapNode(initiator, DEVICE_WAIT, config.portals());
+    QnapNode node = new QnapNode(initiator, DEVICE_WAIT, config.portals(), backendConfig.keyCosts().luks());
     if (config.nodeOnly()) {
       LOG.log(System.Logger.Level.INFO, "qnap: node side only (no qnap.url): no appliance account, controller calls"
           + " refused");

@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
@@ -56,13 +57,20 @@ import java.util.Set;
  * (comma-separated host:port, from {@code qnap.portals}), {@code naa} (the LUN's NAA id as the
  * appliance reports it), {@code fsType}, and, with CHAP configured, {@code chapUserSecret} and
  * {@code chapPasswordSecret} (and the mutual pair): the names of the secrets the node reads, never
- * their values.
+ * their values; {@code encryption=on} for an encrypted volume.
+ *
+ * <p>Encryption ({@code encryption=on}) is LUKS2 on the LUN, which the node writes at the volume's
+ * first stage and opens with the stage's passphrase: the appliance only ever holds ciphertext. The
+ * volume id records it ({@link QnapIds}), so it lives on the appliance in the LUN's name. An
+ * encrypted LUN is the smallest whole number of GiB that holds the size asked for and the 16 MiB LUKS2
+ * header, and its capacity, what every call reports, is what the opened mapping holds: the LUN less
+ * the header.
  */
 final class QnapController implements ControllerBackend {
   static final String POOL = "pool";
   static final String THIN = "thin";
   static final String FS_TYPE = "fsType";
-  static final Set<String> PARAMETERS = Set.of(POOL, THIN, FS_TYPE);
+  static final Set<String> PARAMETERS = Set.of(POOL, THIN, FS_TYPE, Encryption.PARAMETER);
   static final long GIB = 1L << 30;
   /** The appliance is shared: any node's plugin serves any id. */
   private static final IdScheme IDS = IdScheme.unowned(QnapIds::volumeShape, QnapIds::snapshotShape,
@@ -86,6 +94,39 @@ final class QnapController implements ControllerBackend {
   @Override
   public IdScheme ids() {
     return IDS;
+  }
+
+  /**
+   * Always available here: the controller only names the LUN; LUKS2 is written and opened by the node,
+   * which refuses NodeStageVolume (FAILED_PRECONDITION, saying why) where it has no dm-crypt.
+   */
+  @Override
+  public Optional<String> encryptionUnavailable() {
+    return Optional.empty();
+  }
+
+  /** What an encrypted volume's LUN holds beyond its capacity: the LUKS2 header. */
+  private static long header(VolumeId v) {
+    return v.encrypted() ? dev.caravan.storage.crypt.Luks2.HEADER_BYTES : 0;
+  }
+
+  /** The volume's capacity: its LUN's size, less an encrypted volume's LUKS2 header (what its mapping holds). */
+  private static long capacity(VolumeId v, Lun lun) {
+    return Math.max(0, lun.capacityBytes() - header(v));
+  }
+
+  /**
+   * The LUN, in whole GiB, of a volume that must hold {@code bytes}: an encrypted one's header on top;
+   * OUT_OF_RANGE when the capacity that gives is above {@code range}'s limit.
+   */
+  private static long lunGib(VolumeId v, long bytes, CapacityRange range) {
+    long gib = (bytes + header(v) + GIB - 1) / GIB;
+    long capacity = gib * GIB - header(v);
+    if (range.hasLimit() && capacity > range.limitBytes()) {
+      throw CsiException.outOfRange("capacity_range.limit_bytes " + range.limitBytes() + " is below " + capacity
+          + " bytes, the smallest encrypted volume possible here (a LUN of whole GiB less its 16 MiB LUKS2 header)");
+    }
+    return gib;
   }
 
   // ---- lookups -----------------------------------------------------------------------------------
@@ -112,13 +153,16 @@ final class QnapController implements ControllerBackend {
     context.put("naa", lun.naa());
     context.put(FS_TYPE, v.fsType());
     context.put(AccessType.CONTEXT_KEY, AccessType.contextValue(v.access()));
+    if (v.encrypted()) {
+      context.put(Encryption.PARAMETER, Encryption.Mode.ON.value());
+    }
     config.chap().ifPresent(c -> {
       context.put("chapUserSecret", c.user());
       context.put("chapPasswordSecret", c.password());
       c.mutualUser().ifPresent(u -> context.put("mutualChapUserSecret", u));
       c.mutualPassword().ifPresent(p -> context.put("mutualChapPasswordSecret", p));
     });
-    return new VolumeInfo(v.id(), v.lunName(), lun.capacityBytes(), v.fsType(), context, source, List.of());
+    return new VolumeInfo(v.id(), v.lunName(), capacity(v, lun), v.fsType(), context, source, List.of());
   }
 
   // ---- create --------------------------------------------------------------------------------------
@@ -128,7 +172,7 @@ final class QnapController implements ControllerBackend {
     String fs = fsType(req);
     int pool = pool(req.parameters());
     boolean thin = thin(req.parameters());
-    VolumeId v = QnapIds.volumeFor(req.name(), fs, req.accessTypes());
+    VolumeId v = QnapIds.volumeFor(req.name(), fs, req.accessTypes(), req.encrypted());
     List<Lun> luns = api.luns();
     // A LUN another controller is removing (it lost a race for this name) comes after one that stays.
     Optional<Lun> same = luns.stream().filter(l -> l.state() != LunState.GHOST)
@@ -147,7 +191,10 @@ final class QnapController implements ControllerBackend {
       String problem = !existing.fsType().equals(fs) ? "was created for " + existing.fsType() + ", not " + fs
           : !existing.access().containsAll(req.accessTypes()) ? "was created for "
               + AccessType.contextValue(existing.access()) + " access, not " + AccessType.contextValue(req.accessTypes())
-          : !req.capacity().admits(lun.capacityBytes()) ? "has " + lun.capacityBytes() + " bytes, outside the requested range"
+          : existing.encrypted() != v.encrypted() ? "has parameters." + Encryption.PARAMETER + "="
+              + (existing.encrypted() ? "on" : "off") + ", not " + (v.encrypted() ? "on" : "off")
+          : !req.capacity().admits(capacity(existing, lun)) ? "has " + capacity(existing, lun)
+              + " bytes, outside the requested range"
           : lun.thin() != thin ? "is " + (lun.thin() ? "thin" : "thick") + ", not " + (thin ? "thin" : "thick")
           : lun.poolId() != pool ? "is in pool " + lun.poolId() + ", not " + pool : "";
       if (!problem.isEmpty()) {
@@ -161,9 +208,9 @@ final class QnapController implements ControllerBackend {
       lun = cloneInto(v, req, pool);
       made = true;
     } else {
-      long bytes = size(req.capacity(), 0);
-      requireRoom(pool, thin, bytes);
-      lun = api.createLun(v.lunName(), bytes / GIB, pool, thin);
+      long gib = lunGib(v, size(req.capacity(), 0), req.capacity());
+      requireRoom(pool, thin, gib * GIB);
+      lun = api.createLun(v.lunName(), gib, pool, thin);
       made = true;
       CrashPoints.reach("qnap.create.after-lun"); // a LUN without its target: the retry, or a publish, exposes it
     }
@@ -249,14 +296,16 @@ final class QnapController implements ControllerBackend {
       Snap snap = api.snapshots(source).stream().filter(x -> x.name().equals(s.snapName())).findFirst()
           .orElseThrow(() -> CsiException.notFound("volume_content_source.snapshot.snapshot_id '" + src.id()
               + "' does not exist"));
-      long bytes = size(req.capacity(), source.capacityBytes());
+      requireEncryptionOfSource("volume_content_source.snapshot.snapshot_id", src.id(), s.volume(), v);
+      long bytes = lunGib(v, size(req.capacity(), capacity(s.volume(), source)), req.capacity()) * GIB;
       return grow(api.cloneSnapshot(source, snap, v.lunName(), pool, config.instantClone()), bytes);
     }
     VolumeId sv = QnapIds.volume(src.id()).orElseThrow(() -> CsiException.notFound(
         "volume_content_source.volume.volume_id '" + src.id() + "' does not exist"));
     Lun source = lunNamed(luns, sv.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
         "volume_content_source.volume.volume_id '" + src.id() + "' does not exist"));
-    long bytes = size(req.capacity(), source.capacityBytes());
+    requireEncryptionOfSource("volume_content_source.volume.volume_id", src.id(), sv, v);
+    long bytes = lunGib(v, size(req.capacity(), capacity(sv, source)), req.capacity()) * GIB;
     // QTS has no LUN-to-LUN clone: copy a snapshot taken for this clone, then drop it. Its name comes
     // from the clone, so a retry after a crash finds and reuses it.
     String tempName = QnapIds.cloneSnapshotName(v);
@@ -265,6 +314,22 @@ final class QnapController implements ControllerBackend {
     Lun clone = api.cloneSnapshot(source, temp, v.lunName(), pool, false);
     api.deleteSnapshot(source, temp);
     return grow(clone, bytes);
+  }
+
+  /**
+   * A copy holds its source's blocks as they are, LUKS2 header included: it is encrypted exactly when
+   * its source is, under the source's passphrase. A request that asks otherwise cannot be honoured
+   * (INVALID_ARGUMENT: the source does not fit the parameters), and nothing is made.
+   */
+  private static void requireEncryptionOfSource(String field, String sourceId, VolumeId source, VolumeId copy) {
+    if (source.encrypted() && !copy.encrypted()) {
+      throw CsiException.invalid(field + " " + sourceId + " is encrypted, and a copy of it is encrypted with the same"
+          + " passphrase: ask for parameters." + Encryption.PARAMETER + "=on with secrets." + Encryption.SECRET);
+    }
+    if (!source.encrypted() && copy.encrypted()) {
+      throw CsiException.invalid(field + " " + sourceId + " is not encrypted, and a copy holds its blocks as they"
+          + " are: parameters." + Encryption.PARAMETER + "=on cannot be honoured for it");
+    }
   }
 
   private Lun grow(Lun lun, long bytes) {
@@ -469,7 +534,8 @@ final class QnapController implements ControllerBackend {
   }
 
   private static SnapshotInfo snapshotInfo(SnapshotId id, Lun lun, Snap s) {
-    return new SnapshotInfo(id.id(), id.snapName(), id.volume().id(), lun.capacityBytes(), s.createdAt(), s.ready());
+    return new SnapshotInfo(id.id(), id.snapName(), id.volume().id(), capacity(id.volume(), lun), s.createdAt(),
+        s.ready());
   }
 
   @Override
@@ -517,19 +583,21 @@ final class QnapController implements ControllerBackend {
     VolumeId v = parse(volumeId);
     Lun lun = lunNamed(api.luns(), v.lunName()).filter(Lun::present).orElseThrow(() -> CsiException.notFound(
         "volume_id " + volumeId + " does not exist"));
-    boolean node = accessType != AccessType.BLOCK;
-    if (range.hasLimit() && lun.capacityBytes() > range.limitBytes()) {
-      throw CsiException.outOfRange("volume " + volumeId + " already has " + lun.capacityBytes()
+    // An encrypted volume's mapping grows on the node (NodeExpandVolume) even in block access.
+    boolean node = accessType != AccessType.BLOCK || v.encrypted();
+    long now = capacity(v, lun);
+    if (range.hasLimit() && now > range.limitBytes()) {
+      throw CsiException.outOfRange("volume " + volumeId + " already has " + now
           + " bytes, above capacity_range.limit_bytes " + range.limitBytes() + "; volumes never shrink");
     }
-    if (!range.hasRequired() || range.requiredBytes() <= lun.capacityBytes()) {
-      return new ExpandResult(lun.capacityBytes(), node);
+    if (!range.hasRequired() || range.requiredBytes() <= now) {
+      return new ExpandResult(now, node);
     }
     if (range.requiredBytes() % GIB != 0) {
       throw CsiException.invalid("capacity_range.required_bytes " + range.requiredBytes() + " is not a whole number"
           + " of GiB (1073741824 bytes): QNAP LUNs are sized in whole GiB, and Caravan does not round silently");
     }
-    return new ExpandResult(api.resizeLun(lun, range.requiredBytes() / GIB).capacityBytes(), node);
+    return new ExpandResult(capacity(v, api.resizeLun(lun, lunGib(v, range.requiredBytes(), range))), node);
   }
 
   @Override

@@ -15,21 +15,24 @@ import java.util.regex.Pattern;
  * index it is about to touch.
  *
  * <pre>
- *   volume:   qnap/v1/cv&lt;f&gt;&lt;a&gt;-&lt;slug&gt;-&lt;hash&gt;              (the LUN's name, which is also its target's name and alias)
- *   snapshot: qnap/v1/cv&lt;f&gt;&lt;a&gt;-&lt;slug&gt;-&lt;hash&gt;@cs-&lt;slug&gt;-&lt;hash&gt;
+ *   volume:   qnap/v1/cv&lt;f&gt;&lt;a&gt;&lt;l&gt;-&lt;slug&gt;-&lt;hash&gt;              (the LUN's name, which is also its target's name and alias)
+ *   snapshot: qnap/v1/cv&lt;f&gt;&lt;a&gt;&lt;l&gt;-&lt;slug&gt;-&lt;hash&gt;@cs-&lt;slug&gt;-&lt;hash&gt;
  * </pre>
  *
  * {@code <f>} is the volume's filesystem ({@code e} ext4, {@code x} xfs): the appliance keeps no
  * metadata of Caravan's, and this is how ListVolumes and ControllerGetVolume answer the same context
  * as CreateVolume did. {@code <a>} is the access types it was created for, for the same reason:
  * {@code m} mount only, {@code b} block only, nothing for both (which is also what a volume made
- * before access types were recorded allows). {@code <hash>} is 12 hex digits of the SHA-256 of the CO's name, the slug a
+ * before access types were recorded allows). {@code <l>} is {@code l} for a volume made with {@code
+ * encryption=on} (LUKS2 on the LUN, written by the node at its first stage), nothing otherwise: the
+ * node and a copy's CreateVolume learn it from the id, and it lives on the appliance as long as the
+ * LUN does. {@code <hash>} is 12 hex digits of the SHA-256 of the CO's name, the slug a
  * readable prefix of it; the hash alone is the lock key, so the key is known from the name before
  * the filesystem is.
  */
 final class QnapIds {
   static final String PREFIX = "qnap/v1/";
-  static final Pattern LUN_NAME = Pattern.compile("cv([ex])([mb]?)(-[a-z0-9]+)*-([0-9a-f]{12})");
+  static final Pattern LUN_NAME = Pattern.compile("cv([ex])([mb]?)(l?)(-[a-z0-9]+)*-([0-9a-f]{12})");
   static final Pattern SNAP_NAME = Pattern.compile("cs(-[a-z0-9]+)*-([0-9a-f]{12})");
   /** Snapshots Caravan takes of a source volume to copy it into a clone, named from the clone. */
   static final Pattern CLONE_SNAP_NAME = Pattern.compile("ct-([0-9a-f]{12})");
@@ -40,8 +43,11 @@ final class QnapIds {
 
   private QnapIds() {}
 
-  /** A volume id read: the LUN's name and the filesystem it was created for. */
-  record VolumeId(String lunName, String fsType, String hash, Set<AccessType> access) {
+  /**
+   * A volume id read: the LUN's name, the filesystem and access types it was created for, and whether
+   * it is encrypted (LUKS2 on the LUN).
+   */
+  record VolumeId(String lunName, String fsType, String hash, Set<AccessType> access, boolean encrypted) {
     VolumeId {
       access = Set.copyOf(access);
     }
@@ -72,7 +78,8 @@ final class QnapIds {
       case "b" -> Set.of(AccessType.BLOCK);
       default -> Set.of(AccessType.values());
     };
-    return Optional.of(new VolumeId(name, m.group(1).equals("x") ? "xfs" : "ext4", m.group(4), access));
+    return Optional.of(new VolumeId(name, m.group(1).equals("x") ? "xfs" : "ext4", m.group(5), access,
+        m.group(3).equals("l")));
   }
 
   static Optional<SnapshotId> snapshot(String id) {
@@ -87,7 +94,7 @@ final class QnapIds {
     return volume(id.substring(0, at)).map(v -> new SnapshotId(v, id.substring(at + 1), m.group(2)));
   }
 
-  static final String VOLUME_RULE = "ids of the qnap backend are " + PREFIX + "cv<e|x>[m|b]-<name>-<12 hex digits>";
+  static final String VOLUME_RULE = "ids of the qnap backend are " + PREFIX + "cv<e|x>[m|b][l]-<name>-<12 hex digits>";
   static final String SNAPSHOT_RULE = "snapshot ids of the qnap backend are <volume id>@cs-<name>-<12 hex digits>";
 
   static IdShape volumeShape(String id) {
@@ -117,11 +124,11 @@ final class QnapIds {
   }
 
   /** The LUN name for the CO's volume name. */
-  static VolumeId volumeFor(String coName, String fsType, Set<AccessType> access) {
+  static VolumeId volumeFor(String coName, String fsType, Set<AccessType> access, boolean encrypted) {
     String hash = IdRules.nameHash(coName);
     String a = access.size() != 1 ? "" : access.contains(AccessType.MOUNT) ? "m" : "b";
-    String name = "cv" + (fsType.equals("xfs") ? "x" : "e") + a + slug(coName) + "-" + hash;
-    return new VolumeId(name, fsType, hash, access);
+    String name = "cv" + (fsType.equals("xfs") ? "x" : "e") + a + (encrypted ? "l" : "") + slug(coName) + "-" + hash;
+    return new VolumeId(name, fsType, hash, access, encrypted);
   }
 
   static SnapshotId snapshotFor(VolumeId volume, String coName) {

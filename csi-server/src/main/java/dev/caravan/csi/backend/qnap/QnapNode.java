@@ -2,13 +2,22 @@ package dev.caravan.csi.backend.qnap;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
+import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.NodeBackend;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.support.CrashPoints;
+import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
+import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;
+import dev.caravan.storage.crypt.CryptUnavailableException;
+import dev.caravan.storage.crypt.KeySlotCost;
+import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
+import dev.caravan.storage.crypt.WrongPassphraseException;
 import dev.caravan.storage.iscsi.IscsiLoginException;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.LoginOutcome;
@@ -42,6 +51,13 @@ import java.util.Optional;
  * every portal, unless another LUN of the same target still has a map here, and deletes the node
  * records (and so the credentials in them). Every step finds its state afresh, so a detach cut short
  * at any point is finished by the next one.
+ *
+ * <p>An encrypted volume ({@code encryption=on} in its context, {@code l} in its id) is LUKS2 on the
+ * multipath map: attach formats the map as LUKS2 only when it holds no signature at all (the one
+ * format step every device takes), then opens the mapping with the stage's passphrase and returns
+ * the mapping. The mapping is named from the LUN's WWID ({@link Luks2#mappingName}), which is the
+ * same on every node and after every restart, so a retried stage, a restarted plugin and detach find
+ * it. Detach closes the mapping before it flushes the map; refresh grows the mapping after the map.
  */
 final class QnapNode implements NodeBackend {
   private static final System.Logger LOG = System.getLogger(QnapNode.class.getName());
@@ -49,20 +65,88 @@ final class QnapNode implements NodeBackend {
   private final Initiator initiator;
   private final Duration deviceWait;
   private final List<dev.caravan.storage.iscsi.Portal> portals;
+  private final KeySlotCost keySlotCost;
 
   /**
    * @param portals the node's own {@code qnap.portals}: the only portals it logs in to, whatever a
    *     volume context names (a context naming another host would make this node send its initiator
    *     name, and its CHAP secret, to that host, and write a workload's data there)
    */
-  QnapNode(Initiator initiator, Duration deviceWait, List<String> portals) {
+  QnapNode(Initiator initiator, Duration deviceWait, List<String> portals, KeySlotCost keySlotCost) {
     this.initiator = initiator;
     this.deviceWait = deviceWait;
     this.portals = portals.stream().map(dev.caravan.storage.iscsi.Portal::parse).toList();
+    this.keySlotCost = keySlotCost;
   }
 
   @Override
   public Path attach(VolumeRef volume) {
+    if (!encrypted(volume)) {
+      return attachMap(volume);
+    }
+    // The passphrase and dm-crypt are checked before any login: a missing one changes nothing here.
+    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+      Luks2.unavailableReason().ifPresent(why -> {
+        throw CsiException.failedPrecondition("volume " + volume.volumeId() + " is encrypted (LUKS2), and this"
+            + " node cannot open it: " + why);
+      });
+      Path map = attachMap(volume);
+      try {
+        Luks2.formatIfEmpty(map, key.bytes(), keySlotCost);
+      } catch (DataPresentException e) {
+        throw CsiException.failedPrecondition("refusing to format " + map + " of encrypted volume "
+            + volume.volumeId() + " as LUKS2: it already holds " + e.found());
+      }
+      // LUKS2 written, no mapping yet: a retry finds the header and only opens it.
+      CrashPoints.reach("qnap.attach.after-luks-format");
+      try {
+        return Luks2.open(map, mappingName(volume), key.bytes());
+      } catch (WrongPassphraseException e) {
+        throw Encryption.wrongPassphrase(volume.volumeId());
+      } catch (StorageException e) {
+        throw translate(volume.volumeId(), "open the LUKS2 mapping", e);
+      }
+    }
+  }
+
+  /**
+   * Whether the volume is encrypted: its id says so (the LUN's name, on the appliance), or its context
+   * does; either is enough, so that a context that lost the key never has a plain filesystem written on
+   * an encrypted LUN.
+   */
+  private static boolean encrypted(VolumeRef volume) {
+    return QnapIds.volume(volume.volumeId()).map(QnapIds.VolumeId::encrypted).orElse(false)
+        || Encryption.Mode.ON.value().equals(volume.context().get(Encryption.PARAMETER));
+  }
+
+  /** From the LUN's WWID: the same on every node and after a restart, whatever the map's name. */
+  private static String mappingName(Wwid wwid) {
+    return Luks2.mappingName("caravan-qnap:" + wwid.value());
+  }
+
+  private static String mappingName(VolumeRef volume) {
+    return mappingName(LunContext.of(volume).wwid());
+  }
+
+  private static final Path MAPPER = Path.of("/dev/mapper");
+
+  /**
+   * The LUN's open LUKS2 mapping on this host, if this host can have one and it is open; nothing is
+   * asked of device-mapper's crypt target where there is none.
+   */
+  private static Optional<Mapping> openMapping(Wwid wwid) {
+    if (Luks2.unavailableReason().isPresent()) {
+      return Optional.empty();
+    }
+    try {
+      Mapping m = Luks2.status(mappingName(wwid));
+      return m.open() ? Optional.of(m) : Optional.empty();
+    } catch (CryptUnavailableException e) {
+      return Optional.empty();
+    }
+  }
+
+  private Path attachMap(VolumeRef volume) {
     LunContext lun = LunContext.of(volume);
     for (String p : lun.portals()) {
       if (!portals.contains(dev.caravan.storage.iscsi.Portal.parse(p))) {
@@ -114,10 +198,21 @@ final class QnapNode implements NodeBackend {
     }
   }
 
-  /** The map's WWID as the kernel names the map at {@code device}: the LUN's, or another LUN's blocks. */
+  /**
+   * The map's WWID as the kernel names the map at {@code device}: the LUN's, or another LUN's blocks.
+   * A LUKS2 mapping holds the volume when it is this LUN's mapping and open on this LUN's map.
+   */
   @Override
   public boolean holds(VolumeRef volume, Path device) {
-    return Multipath.wwidOf(device).equals(Optional.of(LunContext.of(volume).wwid()));
+    Wwid wwid = LunContext.of(volume).wwid();
+    if (!device.startsWith(MAPPER) || !device.getFileName().toString().startsWith("caravan-")) {
+      return Multipath.wwidOf(device).equals(Optional.of(wwid));
+    }
+    if (!device.equals(MAPPER.resolve(mappingName(wwid)))) {
+      return false;
+    }
+    return openMapping(wwid).flatMap(Mapping::device).map(d -> Multipath.wwidOf(d).equals(Optional.of(wwid)))
+        .orElse(false);
   }
 
   private void rollBack(String volumeId, LunContext lun, List<String> loggedIn) {
@@ -184,6 +279,11 @@ final class QnapNode implements NodeBackend {
     }
     LunContext lun = parsed.get();
     try {
+      if (openMapping(lun.wwid()).isPresent()) {
+        Luks2.close(mappingName(lun.wwid()));
+        // The mapping is closed, the map and sessions are not: a retry flushes and logs out.
+        CrashPoints.reach("qnap.detach.after-luks-close");
+      }
       initiator.flush(lun.wwid());
       // The map is gone, the sessions and node records are not: a retry must log out still.
       CrashPoints.reach("qnap.detach.after-flush");
@@ -221,15 +321,58 @@ final class QnapNode implements NodeBackend {
 
   @Override
   public void refresh(VolumeRef volume) {
+    refresh(volume, "NodeExpandVolume");
+  }
+
+  /** Right after attach: the same steps, and a key asked for in the stage's own secrets. */
+  @Override
+  public void refresh(VolumeRef volume, Path device) {
+    refresh(volume, "NodeStageVolume");
+  }
+
+  private void refresh(VolumeRef volume, String rpc) {
     LunContext lun = LunContext.of(volume);
     try {
       for (ScsiDisk disk : initiator.disks(lun.wwid())) {
         initiator.rescan(disk);
       }
       initiator.resize(lun.wwid());
+      growMapping(volume, lun.wwid(), rpc);
     } catch (RuntimeException e) {
       throw translate(volume.volumeId(), "refresh", e);
     }
+  }
+
+  /**
+   * Grows an open mapping to the end of its map, when the map grew past it: the passphrase is needed
+   * again (the volume key lives in the kernel keyring only while a table is loaded).
+   */
+  private static void growMapping(VolumeRef volume, Wwid wwid, String rpc) {
+    Optional<Mapping> open = openMapping(wwid);
+    if (open.isEmpty() || open.get().device().isEmpty()) {
+      return;
+    }
+    Mapping m = open.get();
+    if (m.offsetBytes() + m.sizeBytes() >= BlockDevices.size(m.device().get())) {
+      return;
+    }
+    try (Passphrase key = Encryption.passphrase(rpc, volume.secrets())) {
+      Luks2.resize(m.name(), key.bytes());
+    } catch (WrongPassphraseException e) {
+      throw Encryption.wrongPassphrase(volume.volumeId());
+    }
+  }
+
+  /** As {@link #health(VolumeRef)}; an encrypted volume's recorded mapping must also still be open on the map. */
+  @Override
+  public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
+    VolumeHealth paths = health(volume);
+    if (paths.abnormal() || device.isEmpty() || !device.get().startsWith(MAPPER)
+        || !device.get().getFileName().toString().startsWith("caravan-")) {
+      return paths;
+    }
+    return holds(volume, device.get()) ? paths
+        : VolumeHealth.abnormal("the LUKS2 mapping " + device.get() + " is not open on the LUN's multipath map");
   }
 
   @Override

@@ -417,15 +417,130 @@ class QnapControllerTest {
     assertThat(sim.lunNames()).hasSize(3).doesNotContainValue(v.getVolumeId().substring(8));
   }
 
+  private static final String PASSPHRASE = "qnap-controller-passphrase";
+  private static final long HEADER = dev.caravan.storage.crypt.Luks2.HEADER_BYTES;
+
+  private CreateVolumeRequest.Builder encrypted(String name, long gib) {
+    return create(name, gib).putParameters("encryption", "on").putSecrets("encryptionPassphrase", PASSPHRASE);
+  }
+
+  /**
+   * encryption=on is recorded in the LUN's name (so in the id, on the appliance) and the context; the
+   * LUN is the whole GiB that holds the size asked for and the LUKS2 header, and the capacity every call
+   * reports is the LUN less the header: what the node's mapping holds.
+   */
   @Test
-  void encryptionOnIsRefusedSayingWhyAndMakesNoLun() throws Exception {
+  void encryptionOnIsRecordedInTheLunNameAndItsLunHasRoomForTheHeader() throws Exception {
     start("cgi", Map.of());
-    StatusRuntimeException e = error(() -> controller.createVolume(create("sealed", 1)
-        .putParameters("encryption", "on").putSecrets("encryptionPassphrase", "a passphrase").build()));
-    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
-    assertThat(e.getStatus().getDescription()).contains("parameters.encryption=on", "does not encrypt")
-        .doesNotContain("a passphrase");
+    Volume v = controller.createVolume(encrypted("sealed", 1).addVolumeCapabilities(block()).build()).getVolume();
+    assertThat(v.getVolumeId()).startsWith("qnap/v1/cvel-sealed-");
+    assertThat(v.getVolumeContextMap()).containsEntry("encryption", "on");
+    assertThat(v.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
+    String lun = v.getVolumeId().substring(8);
+    assertThat(sim.lunBytes(lun)).as("the LUN, header room included").isEqualTo(2 * GIB);
+    Volume read = controller.controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).build()).getVolume();
+    assertThat(read.getVolumeContextMap()).isEqualTo(v.getVolumeContextMap());
+    assertThat(read.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
+    assertThat(controller.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
+        .extracting(e -> e.getVolume().getCapacityBytes()).containsExactly(2 * GIB - HEADER);
+    var tooSmall = error(() -> controller.createVolume(encrypted("small", 1)
+        .setCapacityRange(gib(1).toBuilder().setLimitBytes(GIB)).build()));
+    assertThat(tooSmall.getStatus().getCode()).isEqualTo(Code.OUT_OF_RANGE);
+    assertThat(tooSmall.getStatus().getDescription()).contains("capacity_range.limit_bytes", "LUKS2 header");
+    assertThat(controller.createVolume(encrypted("sealed", 1).addVolumeCapabilities(block()).build()).getVolume())
+        .as("the retry").isEqualTo(v);
+
+    var off = error(() -> controller.createVolume(create("sealed", 1).build()));
+    assertThat(off.getStatus().getCode()).isEqualTo(Code.ALREADY_EXISTS);
+    assertThat(off.getStatus().getDescription()).contains("parameters.encryption=on, not off");
+    var noKey = error(() -> controller.createVolume(create("other", 1).putParameters("encryption", "on").build()));
+    assertThat(noKey.getStatus().getCode()).isEqualTo(Code.UNAUTHENTICATED);
+    assertThat(noKey.getStatus().getDescription()).contains("secrets.encryptionPassphrase");
+    assertThat(sim.lunNames()).hasSize(1);
+
+    var grown = controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+        .setVolumeId(v.getVolumeId()).setCapacityRange(gib(3)).setVolumeCapability(block()).build());
+    assertThat(grown.getCapacityBytes()).isEqualTo(4 * GIB - HEADER);
+    assertThat(grown.getNodeExpansionRequired()).as("the mapping grows on the node, block access too").isTrue();
+    assertThat(sim.lunBytes(lun)).isEqualTo(4 * GIB);
+    Snapshot s = controller.createSnapshot(CreateSnapshotRequest.newBuilder().setSourceVolumeId(v.getVolumeId())
+        .setName("sealed-snap").build()).getSnapshot();
+    assertThat(s.getSizeBytes()).isEqualTo(4 * GIB - HEADER);
+    controller.deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(s.getSnapshotId()).build());
+    controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(v.getVolumeId()).build());
     assertThat(sim.lunNames()).isEmpty();
+  }
+
+  /**
+   * A copy holds its source's blocks, LUKS2 header included: from an encrypted source it must ask for
+   * encryption=on, from a plain one it cannot; a mismatch is INVALID_ARGUMENT and makes nothing.
+   */
+  @Test
+  void aCopyIsEncryptedExactlyWhenItsSourceIs() throws Exception {
+    start("cgi", Map.of());
+    Volume sealed = controller.createVolume(encrypted("sealed", 1).build()).getVolume();
+    Volume plain = controller.createVolume(create("plain", 1).build()).getVolume();
+    Snapshot sealedSnap = controller.createSnapshot(CreateSnapshotRequest.newBuilder()
+        .setSourceVolumeId(sealed.getVolumeId()).setName("sealed-snap").build()).getSnapshot();
+    Snapshot plainSnap = controller.createSnapshot(CreateSnapshotRequest.newBuilder()
+        .setSourceVolumeId(plain.getVolumeId()).setName("plain-snap").build()).getSnapshot();
+    VolumeContentSource fromSealed = VolumeContentSource.newBuilder().setSnapshot(
+        VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(sealedSnap.getSnapshotId())).build();
+    VolumeContentSource fromPlain = VolumeContentSource.newBuilder().setSnapshot(
+        VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(plainSnap.getSnapshotId())).build();
+    VolumeContentSource fromSealedVolume = VolumeContentSource.newBuilder().setVolume(
+        VolumeContentSource.VolumeSource.newBuilder().setVolumeId(sealed.getVolumeId())).build();
+    VolumeContentSource fromPlainVolume = VolumeContentSource.newBuilder().setVolume(
+        VolumeContentSource.VolumeSource.newBuilder().setVolumeId(plain.getVolumeId())).build();
+
+    for (VolumeContentSource src : List.of(fromSealed, fromSealedVolume)) {
+      var e = error(() -> controller.createVolume(create("copy", 1).setVolumeContentSource(src).build()));
+      assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(e.getStatus().getDescription()).contains("volume_content_source.", " is encrypted",
+          "parameters.encryption=on", "secrets.encryptionPassphrase");
+    }
+    for (VolumeContentSource src : List.of(fromPlain, fromPlainVolume)) {
+      var e = error(() -> controller.createVolume(encrypted("copy", 1).setVolumeContentSource(src).build()));
+      assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+      assertThat(e.getStatus().getDescription()).contains("volume_content_source.", "is not encrypted",
+          "parameters.encryption=on cannot be honoured");
+    }
+    assertThat(sim.lunNames()).as("nothing made").hasSize(2);
+    assertThat(sim.snapshotNames()).as("no snapshot taken for a refused copy").hasSize(2);
+
+    Volume copy = controller.createVolume(encrypted("copy", 1).setVolumeContentSource(fromSealed).build()).getVolume();
+    assertThat(copy.getVolumeId()).startsWith("qnap/v1/cveml-copy-");
+    assertThat(copy.getVolumeContextMap()).containsEntry("encryption", "on");
+    assertThat(copy.getCapacityBytes()).isEqualTo(2 * GIB - HEADER);
+    assertThat(sim.lunBytes(copy.getVolumeId().substring(8))).isEqualTo(2 * GIB);
+    Volume bigger = controller.createVolume(encrypted("bigger", 2).setVolumeContentSource(fromSealedVolume).build())
+        .getVolume();
+    assertThat(bigger.getCapacityBytes()).isEqualTo(3 * GIB - HEADER);
+    assertThat(sim.lunBytes(bigger.getVolumeId().substring(8))).isEqualTo(3 * GIB);
+    Volume plainCopy = controller.createVolume(create("plain-copy", 1).setVolumeContentSource(fromPlain).build())
+        .getVolume();
+    assertThat(plainCopy.getVolumeContextMap()).doesNotContainKey("encryption");
+  }
+
+  /** Where this host has no dm-crypt, an encrypted volume's stage is refused, saying so, before any login. */
+  @Test
+  void aNodeWithoutDmCryptRefusesToStageAnEncryptedVolume() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(dev.caravan.storage.crypt.Luks2.unavailableReason().isPresent(),
+        "this host can open LUKS2 mappings; LuksOnQnapGuestTest stages encrypted qnap volumes");
+    start("cgi", Map.of());
+    Volume v = controller.createVolume(encrypted("sealed", 1).build()).getVolume();
+    Path staging = Files.createDirectories(work.resolve("client/csi/staging"));
+    NodeStageVolumeRequest.Builder stage = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
+        .putAllVolumeContext(v.getVolumeContextMap());
+    var missing = error(() -> node.nodeStageVolume(stage.build()));
+    assertThat(missing.getStatus().getCode()).isEqualTo(Code.UNAUTHENTICATED);
+    assertThat(missing.getStatus().getDescription()).contains("secrets.encryptionPassphrase");
+    var e = error(() -> node.nodeStageVolume(stage.putSecrets("encryptionPassphrase", PASSPHRASE).build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.FAILED_PRECONDITION);
+    assertThat(e.getStatus().getDescription()).contains("is encrypted (LUKS2)", "cannot open it")
+        .doesNotContain(PASSPHRASE);
   }
 
   @Test

@@ -12,15 +12,32 @@ class QnapIdsTest {
   void anIdAndTheNameItCameFromShareOneLockKey() {
     for (String name : new String[] {"db", "pvc-0b5e6f7a-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "Ünïcödé name/../x", "x".repeat(128)}) {
       for (String fs : new String[] {"ext4", "xfs"}) {
-        QnapIds.VolumeId v = QnapIds.volumeFor(name, fs, java.util.Set.of(dev.caravan.csi.backend.AccessType.values()));
-        assertThat(QnapIds.volumeShape(v.id())).isEqualTo(new IdShape.Ours(QnapIds.volumeLockKey(name)));
-        assertThat(QnapIds.volume(v.id())).map(QnapIds.VolumeId::fsType).contains(fs);
-        QnapIds.SnapshotId s = QnapIds.snapshotFor(v, name + "-snap");
-        assertThat(QnapIds.snapshotShape(s.id())).isEqualTo(new IdShape.Ours(QnapIds.snapshotLockKey(name + "-snap")));
-        assertThat(s.id().getBytes(StandardCharsets.UTF_8).length).isLessThanOrEqualTo(IdRules.MAX_BYTES);
-        assertThat(v.lunName()).hasSizeLessThanOrEqualTo(64).matches("[a-z0-9-]+");
+        for (boolean encrypted : new boolean[] {false, true}) {
+          QnapIds.VolumeId v = QnapIds.volumeFor(name, fs, java.util.Set.of(dev.caravan.csi.backend.AccessType.values()),
+              encrypted);
+          assertThat(QnapIds.volumeShape(v.id())).isEqualTo(new IdShape.Ours(QnapIds.volumeLockKey(name)));
+          assertThat(QnapIds.volume(v.id())).map(QnapIds.VolumeId::fsType).contains(fs);
+          assertThat(QnapIds.volume(v.id())).as("encryption read back from the id").contains(v)
+              .map(QnapIds.VolumeId::encrypted).contains(encrypted);
+          QnapIds.SnapshotId s = QnapIds.snapshotFor(v, name + "-snap");
+          assertThat(QnapIds.snapshotShape(s.id())).isEqualTo(new IdShape.Ours(QnapIds.snapshotLockKey(name + "-snap")));
+          assertThat(s.id().getBytes(StandardCharsets.UTF_8).length).isLessThanOrEqualTo(IdRules.MAX_BYTES);
+          assertThat(v.lunName()).hasSizeLessThanOrEqualTo(64).matches("[a-z0-9-]+");
+        }
       }
     }
+  }
+
+  @Test
+  void theEncryptionLetterFollowsTheAccessLetterAndOlderNamesArePlain() {
+    assertThat(QnapIds.volume("qnap/v1/cvem-db-0123456789ab")).map(QnapIds.VolumeId::encrypted).contains(false);
+    assertThat(QnapIds.volume("qnap/v1/cveml-db-0123456789ab")).map(QnapIds.VolumeId::encrypted).contains(true);
+    assertThat(QnapIds.volume("qnap/v1/cvxl-0123456789ab")).hasValueSatisfying(v -> {
+      assertThat(v.encrypted()).isTrue();
+      assertThat(v.fsType()).isEqualTo("xfs");
+      assertThat(v.hash()).isEqualTo("0123456789ab");
+    });
+    assertThat(QnapIds.volume("qnap/v1/cvelm-db-0123456789ab")).as("l after the access letter only").isEmpty();
   }
 
   @Test

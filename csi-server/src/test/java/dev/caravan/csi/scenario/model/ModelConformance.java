@@ -36,7 +36,8 @@ abstract class ModelConformance {
    * Options with no DHV operations and no kills, and encrypted volumes as {@code backend} can make
    * them here ({@link ModelGenerator.Encryption}): local always (its pool has the encryption feature),
    * file where dm-crypt is usable ({@code HostRequirements.whyNoDmCrypt}, which asks {@code
-   * HostCapabilities}), qnap never (it refuses {@code encryption=on}, and the model expects that).
+   * HostCapabilities}), qnap never: its LUKS2 volumes are proven by LuksOnQnapGuestTest and the qnap
+   * kill suite, and the model's oracle of open keys reads ZFS and loop devices only.
    */
   static ModelGenerator.Options encryptionOn(TestBackend backend) {
     return switch (backend.driver()) {
@@ -44,7 +45,9 @@ abstract class ModelConformance {
       case "file" -> HostRequirements.whyNoDmCrypt()
           .map(why -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.OFF, why))
           .orElseGet(() -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.ON));
-      default -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.REFUSED);
+      default -> new ModelGenerator.Options(false, false, ModelGenerator.Encryption.OFF,
+          "the model's oracle of open keys reads ZFS and loop devices only; LuksOnQnapGuestTest and"
+              + " KillConformanceOnQnapTest prove encrypted qnap volumes");
     };
   }
 

@@ -5,8 +5,8 @@ import dev.caravan.csi.scenario.TestBackend;
 /**
  * The model-based test on qnap: real LIO targets behind the simulator, open-iscsi and multipathd (the
  * guest; on the host it skips for want of them). A smaller budget, no kills and no DHV operations, for
- * the reason {@link ModelConformanceOnLocalTest} gives; now and then a create asks for
- * {@code encryption=on}, which qnap refuses.
+ * the reason {@link ModelConformanceOnLocalTest} gives; no encrypted volumes (see {@link
+ * ModelConformance#encryptionOn}).
  */
 class ModelConformanceOnQnapTest extends ModelConformance {
   @Override

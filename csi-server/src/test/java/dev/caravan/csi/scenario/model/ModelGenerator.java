@@ -33,14 +33,12 @@ final class ModelGenerator {
   /**
    * Encrypted volumes in a run. ON: the backend encrypts on this host (local: ZFS native encryption;
    * file: LUKS2, where dm-crypt is usable), and a modest share of the volumes a run makes are
-   * encrypted, with wrong and missing passphrases now and then. REFUSED: the backend documents that it
-   * refuses {@code encryption=on} (qnap): now and then a create asks for it, and the model expects the
-   * refusal. OFF: this host cannot encrypt (the file backend without dm-crypt): nothing encrypted is
-   * drawn, and the run's output says why.
+   * encrypted, with wrong and missing passphrases now and then. OFF: nothing encrypted is drawn (the
+   * file backend without dm-crypt; qnap, whose encrypted volumes other suites prove), and the run's
+   * output says why.
    */
   enum Encryption {
     ON,
-    REFUSED,
     OFF
   }
 
@@ -217,13 +215,12 @@ final class ModelGenerator {
   /**
    * A new volume, encrypted now and then: where the backend encrypts, a run's first create (so that a
    * short run covers encryption too) and then one in six (one in eight of those without the
-   * passphrase); where the backend documents a refusal, one in ten, as a probe of it. Nothing more is
+   * passphrase); Nothing more is
    * drawn where encryption is OFF, so such a run draws what it drew before.
    */
   private ModelStep encrypted(ModelStep s) {
     return switch (options.encryption()) {
       case OFF -> s;
-      case REFUSED -> random.nextInt(10) == 0 ? s.encrypted(true).withSecret(ModelStep.Secret.KEY) : s;
       case ON -> {
         if (!drewEncrypted) {
           drewEncrypted = true;

@@ -76,7 +76,7 @@ final class ModelState {
    * What docs/encryption.md says of a backend's encrypted volumes, as far as the model needs it.
    *
    * @param encrypts {@code encryption=on} is honoured here; otherwise it is INVALID_ARGUMENT, naming why
-   *     (qnap; the file backend on a host without dm-crypt)
+   *     (the file backend on a host without dm-crypt)
    * @param keyedAtCreate CreateVolume sets the key (ZFS); else the first NodeStageVolume does (LUKS2 on an
    *     empty device)
    * @param copyChecksKey CreateVolume of a copy checks its passphrase against the source's (local:
