@@ -29,6 +29,11 @@ parameters {
   thin = "true"
   # ext4 or xfs (default ext4); where mount_options.fs_type is given too, the two must agree.
   fsType = "xfs"
+  # off (the default) or on: LUKS2 on the node's multipath map, opened at each stage with the passphrase
+  # in the secrets below (encryptionPassphrase). An encrypted LUN is the smallest whole GiB that holds
+  # the size and the 16 MiB header, and its capacity is that less the header: 20GiB asked for makes a
+  # 21 GiB LUN, so capacity_max must allow the extra (docs/encryption.md).
+  encryption = "off"
 }
 
 # With CHAP configured (qnap.chap_user_secret / chap_password_secret in the controller's config), the
@@ -36,4 +41,8 @@ parameters {
 # secrets {
 #   chapUser     = "node-initiator"
 #   chapPassword = "..."
+# }
+# With encryption = "on", the passphrase too (8 to 512 bytes; render the file from your secret store):
+# secrets {
+#   encryptionPassphrase = "..."
 # }
