@@ -16,7 +16,7 @@ import org.w3c.dom.Element;
  * id in a header). Logs in lazily, on the first call; when a call reports the session expired it logs
  * in again once and repeats the call once. A refused login is not retried for {@code loginRetry}:
  * QTS blocks an address after repeated failed logins (Network Access Protection), so every call in
- * that time fails at once with the appliance's answer. Logs out on close.
+ * that time fails at once with the appliance's answer. Logs out on close, and never logs in after it.
  */
 final class ApplianceLogin implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(ApplianceLogin.class.getName());
@@ -40,6 +40,7 @@ final class ApplianceLogin implements AutoCloseable {
   private Instant refusedAt;
   private String refusal = "";
   private int logins;
+  private boolean closed;
 
   ApplianceLogin(Http http, Credentials credentials, Duration loginRetry, Clock clock) {
     this.http = http;
@@ -81,6 +82,11 @@ final class ApplianceLogin implements AutoCloseable {
   synchronized String sid() {
     if (sid != null) {
       return sid;
+    }
+    if (closed) {
+      // Background work (the fence check) may outlive the plugin; a login now would leave a session open.
+      throw new CsiException(CsiException.Kind.UNAVAILABLE,
+          "logged out of the QNAP appliance because the plugin is stopping; not logging in again");
     }
     if (refusedAt != null && clock.instant().isBefore(refusedAt.plus(loginRetry))) {
       throw new CsiException(CsiException.Kind.UNAVAILABLE, "the QNAP appliance refused the login of '"
@@ -125,6 +131,7 @@ final class ApplianceLogin implements AutoCloseable {
   /** Logs out if logged in; failures are only logged (the appliance may already have dropped it). */
   @Override
   public synchronized void close() {
+    closed = true;
     if (sid == null) {
       return;
     }

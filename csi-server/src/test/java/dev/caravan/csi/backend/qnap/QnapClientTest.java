@@ -279,6 +279,26 @@ class QnapClientTest {
     assertThat(sim.violations()).isEmpty();
   }
 
+  /**
+   * Work still running when the plugin stops (the fence check that readiness starts in the background) must
+   * not log in again after the logout: that session would stay open on the appliance, which caps them.
+   */
+  @Test
+  void noCallLogsInAgainAfterTheLogout() {
+    sim = QnapSimulator.start(Flavour.QTS);
+    ApplianceLogin s = new ApplianceLogin(new Http(sim.url(), tlsDefault(), Duration.ofSeconds(5)),
+        new Credentials(QnapSimulator.USER, QnapSimulator.PASSWORD), Duration.ofMinutes(5), Clock.systemUTC());
+    api = new CgiApi(s, Duration.ofSeconds(5));
+    assertThat(api.luns()).isEmpty();
+    assertThat(sim.liveSessions()).isEqualTo(1);
+    api.close();
+    assertThatThrownBy(api::luns).isInstanceOf(CsiException.class)
+        .satisfies(e -> assertThat(((CsiException) e).kind()).isEqualTo(Kind.UNAVAILABLE))
+        .hasMessageContaining("logged out of the QNAP appliance because the plugin is stopping");
+    assertThat(sim.logins()).isEqualTo(1);
+    assertThat(sim.liveSessions()).isZero();
+  }
+
   @Test
   void asynchronousWorkIsPolledWithinABoundAndARetryFinishesIt() {
     sim = QnapSimulator.start(Flavour.QTS);
