@@ -3,20 +3,17 @@ package dev.caravan.csi.backend.qnap;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.support.CrashPoints;
-import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
-import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;
-import dev.caravan.storage.crypt.CryptUnavailableException;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.crypt.WrongPassphraseException;
 import dev.caravan.storage.iscsi.IscsiLoginException;
 import dev.caravan.storage.iscsi.IscsiSession;
@@ -86,21 +83,14 @@ final class QnapNode implements NodeBackend {
     }
     // The passphrase and dm-crypt are checked before any login: a missing one changes nothing here.
     try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
-      Luks2.unavailableReason().ifPresent(why -> {
-        throw CsiException.failedPrecondition("volume " + volume.volumeId() + " is encrypted (LUKS2), and this"
-            + " node cannot open it: " + why);
-      });
+      LuksMapping.requireCryptFor(volume);
+      LuksMapping mapping = mapping(volume, LunContext.of(volume).wwid());
       Path map = attachMap(volume);
-      try {
-        Luks2.formatIfEmpty(map, key.bytes(), keySlotCost);
-      } catch (DataPresentException e) {
-        throw CsiException.failedPrecondition("refusing to format " + map + " of encrypted volume "
-            + volume.volumeId() + " as LUKS2: it already holds " + e.found());
-      }
+      mapping.formatOnceOn(map, key, keySlotCost);
       // LUKS2 written, no mapping yet: a retry finds the header and only opens it.
       CrashPoints.reach("qnap.attach.after-luks-format");
       try {
-        return Luks2.open(map, mappingName(volume), key.bytes());
+        return mapping.openOn(map, key);
       } catch (WrongPassphraseException e) {
         throw Encryption.wrongPassphrase(volume.volumeId());
       } catch (StorageException e) {
@@ -119,31 +109,17 @@ final class QnapNode implements NodeBackend {
         || Encryption.Mode.ON.value().equals(volume.context().get(Encryption.PARAMETER));
   }
 
-  /** From the LUN's WWID: the same on every node and after a restart, whatever the map's name. */
-  private static String mappingName(Wwid wwid) {
-    return Luks2.mappingName("caravan-qnap:" + wwid.value());
-  }
-
-  private static String mappingName(VolumeRef volume) {
-    return mappingName(LunContext.of(volume).wwid());
-  }
-
-  private static final Path MAPPER = Path.of("/dev/mapper");
-
   /**
-   * The LUN's open LUKS2 mapping on this host, if this host can have one and it is open; nothing is
-   * asked of device-mapper's crypt target where there is none.
+   * The LUN's LUKS2 mapping, named from its WWID: the same on every node and after a restart, whatever
+   * the map's name.
    */
-  private static Optional<Mapping> openMapping(Wwid wwid) {
-    if (Luks2.unavailableReason().isPresent()) {
-      return Optional.empty();
-    }
-    try {
-      Mapping m = Luks2.status(mappingName(wwid));
-      return m.open() ? Optional.of(m) : Optional.empty();
-    } catch (CryptUnavailableException e) {
-      return Optional.empty();
-    }
+  private static LuksMapping mapping(VolumeRef volume, Wwid wwid) {
+    return new LuksMapping(volume, Luks2.mappingName("caravan-qnap:" + wwid.value()));
+  }
+
+  /** Whether {@code device} is a caravan LUKS2 mapping, not a multipath map (both live in /dev/mapper). */
+  private static boolean isLuksMapping(Path device) {
+    return LuksMapping.isMapperDevice(device) && device.getFileName().toString().startsWith("caravan-");
   }
 
   private Path attachMap(VolumeRef volume) {
@@ -205,14 +181,11 @@ final class QnapNode implements NodeBackend {
   @Override
   public boolean holds(VolumeRef volume, Path device) {
     Wwid wwid = LunContext.of(volume).wwid();
-    if (!device.startsWith(MAPPER) || !device.getFileName().toString().startsWith("caravan-")) {
+    if (!isLuksMapping(device)) {
       return Multipath.wwidOf(device).equals(Optional.of(wwid));
     }
-    if (!device.equals(MAPPER.resolve(mappingName(wwid)))) {
-      return false;
-    }
-    return openMapping(wwid).flatMap(Mapping::device).map(d -> Multipath.wwidOf(d).equals(Optional.of(wwid)))
-        .orElse(false);
+    LuksMapping mapping = mapping(volume, wwid);
+    return mapping.isAt(device) && mapping.isOpenOn(d -> Multipath.wwidOf(d).equals(Optional.of(wwid)));
   }
 
   private void rollBack(String volumeId, LunContext lun, List<String> loggedIn) {
@@ -279,8 +252,7 @@ final class QnapNode implements NodeBackend {
     }
     LunContext lun = parsed.get();
     try {
-      if (openMapping(lun.wwid()).isPresent()) {
-        Luks2.close(mappingName(lun.wwid()));
+      if (mapping(volume, lun.wwid()).closeIfOpen()) {
         // The mapping is closed, the map and sessions are not: a retry flushes and logs out.
         CrashPoints.reach("qnap.detach.after-luks-close");
       }
@@ -337,29 +309,9 @@ final class QnapNode implements NodeBackend {
         initiator.rescan(disk);
       }
       initiator.resize(lun.wwid());
-      growMapping(volume, lun.wwid(), rpc);
+      mapping(volume, lun.wwid()).growToItsDevice(rpc);
     } catch (RuntimeException e) {
       throw translate(volume.volumeId(), "refresh", e);
-    }
-  }
-
-  /**
-   * Grows an open mapping to the end of its map, when the map grew past it: the passphrase is needed
-   * again (the volume key lives in the kernel keyring only while a table is loaded).
-   */
-  private static void growMapping(VolumeRef volume, Wwid wwid, String rpc) {
-    Optional<Mapping> open = openMapping(wwid);
-    if (open.isEmpty() || open.get().device().isEmpty()) {
-      return;
-    }
-    Mapping m = open.get();
-    if (m.offsetBytes() + m.sizeBytes() >= BlockDevices.size(m.device().get())) {
-      return;
-    }
-    try (Passphrase key = Encryption.passphrase(rpc, volume.secrets())) {
-      Luks2.resize(m.name(), key.bytes());
-    } catch (WrongPassphraseException e) {
-      throw Encryption.wrongPassphrase(volume.volumeId());
     }
   }
 
@@ -367,8 +319,7 @@ final class QnapNode implements NodeBackend {
   @Override
   public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     VolumeHealth paths = health(volume);
-    if (paths.abnormal() || device.isEmpty() || !device.get().startsWith(MAPPER)
-        || !device.get().getFileName().toString().startsWith("caravan-")) {
+    if (paths.abnormal() || device.isEmpty() || !isLuksMapping(device.get())) {
       return paths;
     }
     return holds(volume, device.get()) ? paths
