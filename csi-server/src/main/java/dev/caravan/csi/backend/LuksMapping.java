@@ -8,6 +8,8 @@ import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.crypt.WrongPassphraseException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Predicate;
 
@@ -119,5 +121,34 @@ public record LuksMapping(VolumeRef volume, String name) {
     } catch (WrongPassphraseException e) {
       throw Encryption.wrongPassphrase(volume.volumeId());
     }
+  }
+
+  /**
+   * What the claim-chain inspector shows of the mapping: its device node, whether it is open (and why
+   * it cannot be, on a host without dm-crypt), and over which device with how many bytes. Never
+   * anything of the passphrase or the volume key.
+   */
+  public Map<String, String> evidence() {
+    Map<String, String> e = new LinkedHashMap<>();
+    e.put("luks2.mapping", path().toString());
+    Optional<String> unavailable = Luks2.unavailableReason();
+    if (unavailable.isPresent()) { // no crypt target, so no mapping can be open here
+      e.put("luks2.open", "no");
+      e.put("luks2.unavailable", unavailable.get());
+      return e;
+    }
+    Optional<Mapping> open;
+    try {
+      open = ifOpen();
+    } catch (RuntimeException ex) { // a device-mapper that does not answer: evidence, not failure
+      e.put("luks2.open", "unknown: " + ex.getMessage());
+      return e;
+    }
+    e.put("luks2.open", open.isPresent() ? "yes" : "no");
+    open.ifPresent(m -> {
+      m.device().ifPresent(d -> e.put("luks2.device", d.toString()));
+      e.put("luks2.sizeBytes", Long.toString(m.sizeBytes()));
+    });
+    return e;
   }
 }

@@ -8,7 +8,6 @@ import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.LuksMapping;
-import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
@@ -576,7 +575,7 @@ final class FileController implements ControllerBackend {
    * filesystem is mounted from, the loop device holding only the ciphertext.
    */
   private Optional<Path> mappingOver(String volumeId) {
-    LuksMapping mapping = new LuksMapping(new VolumeRef(volumeId, Map.of()), store.mappingName(volumeId));
+    LuksMapping mapping = store.mapping(volumeId);
     Path image = store.volumeImage(volumeId);
     return mapping.isOpenOn(loop -> LoopDevices.backs(loop, image)) ? Optional.of(mapping.path()) : Optional.empty();
   }

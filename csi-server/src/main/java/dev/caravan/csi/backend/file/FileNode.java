@@ -112,7 +112,7 @@ final class FileNode implements NodeBackend {
 
   /** The volume's LUKS2 mapping, named from its image's path ({@link FileStore#mappingName}). */
   private LuksMapping mapping(VolumeRef volume) {
-    return new LuksMapping(volume, store.mappingName(volume.volumeId()));
+    return store.mapping(volume);
   }
 
   /** Closes the volume's mapping, if open; then the loop device under it can go. */

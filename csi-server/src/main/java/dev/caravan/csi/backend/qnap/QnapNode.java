@@ -24,7 +24,9 @@ import dev.caravan.storage.multipath.MultipathMap;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -231,17 +233,40 @@ final class QnapNode implements NodeBackend {
   }
 
   /**
-   * The multipath map of the volume's LUN on this host, if there is one: what the inspector compares.
+   * The device of the volume's LUN on this host, if there is one, what the inspector compares with the
+   * journal's: the multipath map, or an encrypted volume's LUKS2 mapping while it is open on the map.
    *
    * @throws CsiException UNAVAILABLE when multipathd does not answer for a map that exists
    */
   Optional<java.nio.file.Path> attachedDevice(VolumeRef volume) {
     try {
-      return LunContext.lenient(volume).flatMap(lun -> initiator.map(lun.wwid())).map(MultipathMap::device);
+      Optional<LunContext> lun = LunContext.lenient(volume);
+      Optional<Path> map = lun.flatMap(l -> initiator.map(l.wwid())).map(MultipathMap::device);
+      if (map.isEmpty() || !encrypted(volume)) {
+        return map;
+      }
+      // An encrypted volume's device is its LUKS2 mapping while that is open on the LUN's map: the
+      // device the journal records and the filesystem is mounted from.
+      Wwid wwid = lun.get().wwid();
+      LuksMapping mapping = mapping(volume, wwid);
+      return mapping.isOpenOn(d -> Multipath.wwidOf(d).equals(Optional.of(wwid))) ? Optional.of(mapping.path()) : map;
     } catch (StorageException e) {
       throw new CsiException(Kind.UNAVAILABLE, "volume " + volume.volumeId() + ": cannot read its multipath map: "
           + e.getMessage());
     }
+  }
+
+  /**
+   * Whether the volume is encrypted and, if it is, its LUKS2 mapping as the inspector shows it: name,
+   * whether it is open and over which device; never anything of its key.
+   */
+  Map<String, String> encryptionEvidence(VolumeRef volume) {
+    Map<String, String> evidence = new LinkedHashMap<>();
+    evidence.put("encrypted", encrypted(volume) ? "yes" : "no");
+    if (encrypted(volume)) {
+      LunContext.lenient(volume).ifPresent(lun -> evidence.putAll(mapping(volume, lun.wwid()).evidence()));
+    }
+    return evidence;
   }
 
   @Override
