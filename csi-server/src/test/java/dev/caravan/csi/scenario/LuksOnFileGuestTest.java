@@ -4,6 +4,8 @@ import static dev.caravan.csi.scenario.Caps.MIB;
 import static dev.caravan.csi.testing.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.observe.inspect.Chain;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
@@ -36,8 +38,9 @@ import org.junit.jupiter.api.Test;
  * An encrypted ({@code encryption=on}) file volume end to end through the CSI socket, on a real
  * dm-crypt (the guest): the loop device holds LUKS2, the filesystem lives on the mapping, a wrong
  * passphrase stages nothing and formats nothing, the right one reads the data back, and the volume
- * grows through ControllerExpandVolume and NodeExpandVolume. The passphrase is in no file the plugin
- * wrote.
+ * grows through ControllerExpandVolume and NodeExpandVolume. {@code caravan inspect} shows the mapping
+ * as the volume's device, open over its loop device, and closed after unstage. The passphrase is in no
+ * file the plugin wrote, nor in what inspect shows.
  */
 class LuksOnFileGuestTest {
   private static final String PASSPHRASE = "luks-e2e-passphrase-Kd81";
@@ -84,6 +87,15 @@ class LuksOnFileGuestTest {
     });
     assertThat(Luks2.status(mapping).open()).isTrue();
     assertThat(Luks2.status(mapping).sizeBytes()).as("the mapping holds the whole capacity").isEqualTo(SIZE);
+    // caravan inspect: the mapping is the volume's device, open over its loop device; no layer disagrees,
+    // and nothing of the passphrase is shown.
+    Chain staged = inspect(v);
+    assertThat(backendProperties(staged)).containsEntry("encrypted", "yes")
+        .containsEntry("luks2.mapping", "/dev/mapper/" + mapping).containsEntry("luks2.open", "yes")
+        .containsEntry("luks2.device", Luks2.status(mapping).device().orElseThrow().toString());
+    assertThat(layer(staged, "attachment")).as("%s", staged.toText()).containsEntry("state", "ok");
+    assertThat(staged.findings()).as("%s", staged.toText()).isEmpty();
+    assertThat(Json.write(staged.toJson())).doesNotContain(PASSPHRASE);
     Signature onLoop = Probe.probe(Luks2.status(mapping).device().orElseThrow());
     assertThat(onLoop.type()).contains("crypto_LUKS");
     String luksUuid = onLoop.uuid().orElseThrow();
@@ -92,6 +104,7 @@ class LuksOnFileGuestTest {
     f.unstage(v.getVolumeId(), staging);
     assertThat(Luks2.status(mapping).open()).as("mapping closed at unstage").isFalse();
     assertThat(f.ourLoops()).as("loop device detached at unstage").isEmpty();
+    assertThat(backendProperties(inspect(v))).containsEntry("luks2.open", "no").doesNotContainKey("luks2.device");
     assertThat(Bytes.contains(Files.readAllBytes(image), plain)).as("plaintext in the image").isFalse();
 
     // A wrong passphrase: UNAUTHENTICATED naming the secret, nothing staged, nothing opened, nothing written.
@@ -145,6 +158,23 @@ class LuksOnFileGuestTest {
     assertThat(e.getStatus().getDescription()).contains("ext4 filesystem").doesNotContain(PASSPHRASE);
     assertThat(f.ourLoops()).isEmpty();
     assertThat(mappingOn(image)).isEmpty();
+  }
+
+  /** What {@code caravan inspect} shows of the volume on this node. */
+  private Chain inspect(Volume v) {
+    return f.plugin().observability().inspector().inspect(v.getVolumeId());
+  }
+
+  /** A layer of the chain: its state and its evidence. */
+  @SuppressWarnings("unchecked") // the inspector's layers are JSON-shaped maps
+  private static Map<String, Object> layer(Chain chain, String name) {
+    return (Map<String, Object>) chain.layers().get(name);
+  }
+
+  /** The backend's evidence of the volume: its properties, the LUKS2 mapping's among them. */
+  @SuppressWarnings("unchecked") // the backend layer's properties are BackendObject's map of strings
+  private static Map<String, String> backendProperties(Chain chain) {
+    return (Map<String, String>) ((Map<String, Object>) layer(chain, "backend").get("evidence")).get("properties");
   }
 
   /** The open caravan mapping whose device is a loop device over {@code image}. */

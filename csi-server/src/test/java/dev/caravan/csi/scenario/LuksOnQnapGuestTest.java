@@ -3,6 +3,9 @@ package dev.caravan.csi.scenario;
 import static dev.caravan.csi.testing.GrpcOutcomes.error;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.observe.inspect.Chain;
+import dev.caravan.csi.observe.inspect.Finding;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
 import dev.caravan.csi.v1.ControllerUnpublishVolumeRequest;
@@ -45,7 +48,8 @@ import org.junit.jupiter.api.Test;
  * LUKS2, the filesystem lives on the mapping (named from the LUN's WWID), the LUN's bytes on the
  * target never hold the plaintext, a wrong or missing passphrase stages nothing and leaves no session,
  * the right one reads the data back, the volume grows through ControllerExpandVolume and
- * NodeExpandVolume, and a LUN that holds a filesystem is never formatted as LUKS2.
+ * NodeExpandVolume, and a LUN that holds a filesystem is never formatted as LUKS2. {@code caravan
+ * inspect} shows the mapping as the volume's device, open over the map, and closed after unstage.
  */
 class LuksOnQnapGuestTest {
   private static final String PASSPHRASE = "qnap-luks-e2e-passphrase-Hw27";
@@ -97,6 +101,23 @@ class LuksOnQnapGuestTest {
     return Luks2.mappingName("caravan-qnap:" + wwid);
   }
 
+  /** What {@code caravan inspect} shows of the volume on this node. */
+  private Chain inspect(Volume v) {
+    return f.plugin().observability().inspector().inspect(v.getVolumeId());
+  }
+
+  /** A layer of the chain: its state and its evidence. */
+  @SuppressWarnings("unchecked") // the inspector's layers are JSON-shaped maps
+  private static Map<String, Object> layer(Chain chain, String name) {
+    return (Map<String, Object>) chain.layers().get(name);
+  }
+
+  /** The backend's evidence of the volume: its properties, the LUKS2 mapping's among them. */
+  @SuppressWarnings("unchecked") // the backend layer's properties are BackendObject's map of strings
+  private static Map<String, String> backendProperties(Chain chain) {
+    return (Map<String, String>) ((Map<String, Object>) layer(chain, "backend").get("evidence")).get("properties");
+  }
+
   private static String wwid(Volume v) {
     return "3" + v.getVolumeContextMap().get("naa");
   }
@@ -120,6 +141,16 @@ class LuksOnQnapGuestTest {
     assertThat(m.sizeBytes()).as("the mapping holds the capacity reported").isEqualTo(v.getCapacityBytes());
     assertThat(MountTable.at(staging)).get().satisfies(e -> assertThat(e.fsType()).isEqualTo("ext4"));
     assertThat(Iscsi.system().sessions()).filteredOn(s -> s.target().equals(iqn)).hasSize(2);
+    // caravan inspect: the mapping is the volume's device, open over the LUN's map; the attachment
+    // layer agrees with the journal, and nothing of the passphrase is shown.
+    Chain staged = inspect(v);
+    assertThat(backendProperties(staged)).containsEntry("encrypted", "yes")
+        .containsEntry("luks2.mapping", "/dev/mapper/" + mapping).containsEntry("luks2.open", "yes")
+        .containsEntry("luks2.device", map.toString());
+    assertThat(layer(staged, "attachment")).as("%s", staged.toText()).containsEntry("state", "ok");
+    assertThat(staged.findings()).as("%s", staged.toText()).extracting(Finding::code)
+        .doesNotContain("device-detached", "device-without-record");
+    assertThat(Json.write(staged.toJson())).doesNotContain(PASSPHRASE);
 
     Path target = f.dir("per-alloc/a1/secret-vol").resolve("rw-file-system-single-node-writer");
     f.node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
@@ -130,6 +161,7 @@ class LuksOnQnapGuestTest {
         .setTargetPath(target.toString()).build());
     f.unstage(v.getVolumeId(), staging);
     assertThat(Luks2.status(mapping).open()).as("mapping closed at unstage").isFalse();
+    assertThat(backendProperties(inspect(v))).containsEntry("luks2.open", "no").doesNotContainKey("luks2.device");
     assertThat(Multipath.system().maps()).as("map flushed").noneMatch(x -> x.wwid().value().equals(wwid(v)));
     assertThat(Iscsi.system().sessions()).as("logged out").noneMatch(s -> s.target().equals(iqn));
     assertThat(lunFilesContaining(LUKS_MAGIC)).as("the LUN's file on the target holds the LUKS2 header").hasSize(1);

@@ -3,6 +3,7 @@ package dev.caravan.csi.backend.file;
 import dev.caravan.csi.backend.BackendHalves;
 import dev.caravan.csi.backend.BackendObject;
 import dev.caravan.csi.backend.BackendConfig;
+import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Readiness;
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
@@ -85,6 +86,7 @@ public final class FileBackend extends BackendHalves {
       props.put("record.sizeBytes", Long.toString(r.sizeBytes()));
       props.put("record.fsType", r.fsType());
       props.put("record.createdAt", r.createdAt().toString());
+      props.put("encrypted", r.encrypted() ? "yes" : "no");
       r.source().ifPresent(src -> props.put("record.source", src.kind().name().toLowerCase(Locale.ROOT) + ":" + src.id()));
     });
     boolean exists = Files.exists(image, LinkOption.NOFOLLOW_LINKS);
@@ -105,6 +107,21 @@ public final class FileBackend extends BackendHalves {
     if (!exists) {
       device = loopOfDeletedImage(image);
       device.ifPresent(d -> props.put("loop.backingFile", image + " (deleted)"));
+    }
+    // An encrypted volume's device is its LUKS2 mapping, open over the loop device: what the journal
+    // records and the filesystem is mounted from. Its state is shown, never anything of its key.
+    if (record.map(VolumeRecord::encrypted).orElse(false)) {
+      LuksMapping mapping = store.mapping(volumeId);
+      Map<String, String> luks = mapping.evidence();
+      props.putAll(luks);
+      try {
+        if ("yes".equals(luks.get("luks2.open")) && device.isPresent()
+            && mapping.isOpenOn(d -> LoopDevices.backs(d, image))) {
+          device = Optional.of(mapping.path());
+        }
+      } catch (RuntimeException e) { // a loop device that went away meanwhile: evidence, not failure
+        props.put("luks2.error", String.valueOf(e.getMessage()));
+      }
     }
     if (Files.exists(FileStore.partial(image), LinkOption.NOFOLLOW_LINKS)) {
       props.put("image.partial", FileStore.partial(image).toString());

@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
@@ -23,9 +24,7 @@ import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.DeviceUse;
-import dev.caravan.storage.crypt.CryptUnavailableException;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.file.SparseFiles;
@@ -576,17 +575,9 @@ final class FileController implements ControllerBackend {
    * filesystem is mounted from, the loop device holding only the ciphertext.
    */
   private Optional<Path> mappingOver(String volumeId) {
-    if (Luks2.unavailableReason().isPresent()) {
-      return Optional.empty();
-    }
-    try {
-      Mapping m = Luks2.status(store.mappingName(volumeId));
-      Path image = store.volumeImage(volumeId);
-      return m.open() && m.device().filter(d -> LoopDevices.backs(d, image)).isPresent()
-          ? Optional.of(m.path()) : Optional.empty();
-    } catch (CryptUnavailableException e) {
-      return Optional.empty();
-    }
+    LuksMapping mapping = store.mapping(volumeId);
+    Path image = store.volumeImage(volumeId);
+    return mapping.isOpenOn(loop -> LoopDevices.backs(loop, image)) ? Optional.of(mapping.path()) : Optional.empty();
   }
 
   // ---- expansion and capacity ------------------------------------------------------------------

@@ -2,19 +2,16 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.support.CrashPoints;
-import dev.caravan.storage.DataPresentException;
-import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.LoopDevices;
-import dev.caravan.storage.crypt.CryptUnavailableException;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.crypt.WrongPassphraseException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,24 +52,20 @@ final class FileNode implements NodeBackend {
     // The passphrases are checked before anything is attached: a missing one changes nothing here.
     try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets());
         RotationFrom previous = new RotationFrom(Encryption.previousPassphrase(volume.secrets()))) {
-      requireLuks2(volume);
+      LuksMapping.requireCryptFor(volume);
+      LuksMapping mapping = mapping(volume);
       Path loop = LoopDevices.attach(image, false).device();
-      try {
-        Luks2.formatIfEmpty(loop, key.bytes(), keySlotCost);
-      } catch (DataPresentException e) {
-        throw CsiException.failedPrecondition("refusing to format " + loop + " of encrypted volume "
-            + volume.volumeId() + " as LUKS2: it already holds " + e.found());
-      }
+      mapping.formatOnceOn(loop, key, keySlotCost);
       CrashPoints.reach("stage.after-luks-format");
       Path mapped;
       try {
-        mapped = Luks2.open(loop, mappingName(volume), key.bytes());
+        mapped = mapping.openOn(loop, key);
       } catch (WrongPassphraseException e) {
         if (previous.passphrase().isEmpty()) {
           throw Encryption.wrongPassphrase(volume.volumeId());
         }
         rotate(volume, loop, previous.passphrase().get(), key);
-        return Luks2.open(loop, mappingName(volume), key.bytes());
+        return mapping.openOn(loop, key);
       }
       // Opened with the current passphrase: a rotation a crash cut short (the new slot added, the old
       // one not yet destroyed) is finished now. With one key slot there is nothing to finish.
@@ -117,37 +110,14 @@ final class FileNode implements NodeBackend {
         .orElse(Encryption.Mode.ON.value().equals(volume.context().get(Encryption.PARAMETER)));
   }
 
-  private static void requireLuks2(VolumeRef volume) {
-    Luks2.unavailableReason().ifPresent(why -> {
-      throw CsiException.failedPrecondition("volume " + volume.volumeId() + " is encrypted (LUKS2), and this"
-          + " node cannot open it: " + why);
-    });
-  }
-
-  private String mappingName(VolumeRef volume) {
-    return store.mappingName(volume.volumeId());
-  }
-
-  /**
-   * The volume's open LUKS2 mapping, when this host can have one and it is open; nothing is asked of
-   * device-mapper where there is none.
-   */
-  private Optional<Mapping> openMapping(VolumeRef volume) {
-    if (Luks2.unavailableReason().isPresent()) {
-      return Optional.empty();
-    }
-    try {
-      Mapping m = Luks2.status(mappingName(volume));
-      return m.open() ? Optional.of(m) : Optional.empty();
-    } catch (CryptUnavailableException e) {
-      return Optional.empty();
-    }
+  /** The volume's LUKS2 mapping, named from its image's path ({@link FileStore#mappingName}). */
+  private LuksMapping mapping(VolumeRef volume) {
+    return store.mapping(volume);
   }
 
   /** Closes the volume's mapping, if open; then the loop device under it can go. */
   private void closeMapping(VolumeRef volume) {
-    if (openMapping(volume).isPresent()) {
-      Luks2.close(mappingName(volume));
+    if (mapping(volume).closeIfOpen()) {
       CrashPoints.reach("unstage.after-luks-close");
     }
   }
@@ -156,16 +126,12 @@ final class FileNode implements NodeBackend {
   @Override
   public boolean holds(VolumeRef volume, Path device) {
     Path image = store.volumeImage(volume.volumeId());
-    if (!device.startsWith(MAPPER)) {
+    if (!LuksMapping.isMapperDevice(device)) {
       return LoopDevices.backs(device, image);
     }
-    if (!device.equals(MAPPER.resolve(mappingName(volume)))) {
-      return false;
-    }
-    return openMapping(volume).flatMap(Mapping::device).map(loop -> LoopDevices.backs(loop, image)).orElse(false);
+    LuksMapping mapping = mapping(volume);
+    return mapping.isAt(device) && mapping.isOpenOn(loop -> LoopDevices.backs(loop, image));
   }
-
-  private static final Path MAPPER = Path.of("/dev/mapper");
 
   @Override
   public void detach(VolumeRef volume) {
@@ -183,7 +149,7 @@ final class FileNode implements NodeBackend {
   @Override
   public void detach(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
-    if (device.isPresent() && device.get().startsWith(MAPPER)) {
+    if (device.isPresent() && LuksMapping.isMapperDevice(device.get())) {
       detach(volume);
       return;
     }
@@ -199,7 +165,7 @@ final class FileNode implements NodeBackend {
     if (Files.exists(image)) {
       LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
     }
-    growMapping(volume, "NodeExpandVolume");
+    mapping(volume).growToItsDevice("NodeExpandVolume");
   }
 
   private void refreshAtStage(VolumeRef volume) {
@@ -207,37 +173,17 @@ final class FileNode implements NodeBackend {
     if (Files.exists(image)) {
       LoopDevices.find(image).ifPresent(LoopDevices::refreshCapacity);
     }
-    growMapping(volume, "NodeStageVolume");
+    mapping(volume).growToItsDevice("NodeStageVolume");
   }
 
   /** The device attach returned: no search of every loop device, no capacity change when it is current. */
   @Override
   public void refresh(VolumeRef volume, Path device) {
-    if (!device.startsWith(MAPPER)) {
+    if (!LuksMapping.isMapperDevice(device)) {
       LoopDevices.refreshCapacity(device, store.volumeImage(volume.volumeId()));
       return;
     }
     refreshAtStage(volume);
-  }
-
-  /**
-   * Grows an open mapping to the end of its loop device, when the device grew past it: the passphrase
-   * is needed again (the volume key lives in the kernel keyring only while a table is loaded).
-   */
-  private void growMapping(VolumeRef volume, String rpc) {
-    Optional<Mapping> open = openMapping(volume);
-    if (open.isEmpty() || open.get().device().isEmpty()) {
-      return;
-    }
-    Mapping m = open.get();
-    if (m.offsetBytes() + m.sizeBytes() >= BlockDevices.size(m.device().get())) {
-      return;
-    }
-    try (Passphrase key = Encryption.passphrase(rpc, volume.secrets())) {
-      Luks2.resize(m.name(), key.bytes());
-    } catch (WrongPassphraseException e) {
-      throw Encryption.wrongPassphrase(volume.volumeId());
-    }
   }
 
   @Override
@@ -250,7 +196,7 @@ final class FileNode implements NodeBackend {
   public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     Path image = store.volumeImage(volume.volumeId());
     // The healthy case is one stat and one ioctl (backs): why it is not healthy is looked up after.
-    if (device.isPresent() && device.get().startsWith(MAPPER)) {
+    if (device.isPresent() && LuksMapping.isMapperDevice(device.get())) {
       if (holds(volume, device.get())) {
         return VolumeHealth.OK;
       }

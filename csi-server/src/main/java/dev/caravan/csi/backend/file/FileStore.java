@@ -2,6 +2,8 @@ package dev.caravan.csi.backend.file;
 
 import dev.caravan.csi.backend.file.Records.SnapshotRecord;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.csi.backend.LuksMapping;
+import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.storage.crypt.Luks2;
 import dev.caravan.storage.file.AtomicFiles;
 import dev.caravan.storage.file.SparseFiles;
@@ -16,6 +18,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -96,6 +99,16 @@ final class FileStore {
    */
   String mappingName(String volumeId) {
     return Luks2.mappingName("caravan-file:" + volumeImage(volumeId).toAbsolutePath());
+  }
+
+  /** An encrypted volume's LUKS2 mapping; {@code volume}'s secrets hold its passphrase when a step needs one. */
+  LuksMapping mapping(VolumeRef volume) {
+    return new LuksMapping(volume, mappingName(volume.volumeId()));
+  }
+
+  /** An encrypted volume's LUKS2 mapping, for a look that needs no passphrase. */
+  LuksMapping mapping(String volumeId) {
+    return mapping(new VolumeRef(volumeId, Map.of()));
   }
 
   Path snapshotImage(String id) {

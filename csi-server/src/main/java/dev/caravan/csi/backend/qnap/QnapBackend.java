@@ -149,8 +149,10 @@ public final class QnapBackend extends BackendHalves {
     BackendObject base = super.describe(volumeId); // node-only: refused, as every appliance read is
     Map<String, String> properties = new LinkedHashMap<>(base.properties());
     // The device this host has for it: the LUN's multipath map (its WWID from the NAA in the context).
-    Optional<java.nio.file.Path> device = controller.findVolume(volumeId)
-        .flatMap(v -> node.attachedDevice(new VolumeRef(volumeId, v.context())));
+    // An encrypted volume's: its LUKS2 mapping while that is open on the map, shown with its state.
+    Optional<VolumeRef> ref = controller.findVolume(volumeId).map(v -> new VolumeRef(volumeId, v.context()));
+    Optional<java.nio.file.Path> device = ref.flatMap(node::attachedDevice);
+    ref.ifPresent(r -> properties.putAll(node.encryptionEvidence(r)));
     try {
       controller.volumeStatus(volumeId)
           .ifPresent(s -> properties.put("publishedTo", String.join(",", s.attachedNodes())));

@@ -3,20 +3,17 @@ package dev.caravan.csi.backend.qnap;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.CsiException.Kind;
 import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.support.CrashPoints;
-import dev.caravan.storage.DataPresentException;
 import dev.caravan.storage.StorageException;
-import dev.caravan.storage.block.BlockDevices;
 import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;
-import dev.caravan.storage.crypt.CryptUnavailableException;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.crypt.WrongPassphraseException;
 import dev.caravan.storage.iscsi.IscsiLoginException;
 import dev.caravan.storage.iscsi.IscsiSession;
@@ -27,7 +24,9 @@ import dev.caravan.storage.multipath.MultipathMap;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -86,21 +85,14 @@ final class QnapNode implements NodeBackend {
     }
     // The passphrase and dm-crypt are checked before any login: a missing one changes nothing here.
     try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
-      Luks2.unavailableReason().ifPresent(why -> {
-        throw CsiException.failedPrecondition("volume " + volume.volumeId() + " is encrypted (LUKS2), and this"
-            + " node cannot open it: " + why);
-      });
+      LuksMapping.requireCryptFor(volume);
+      LuksMapping mapping = mapping(volume, LunContext.of(volume).wwid());
       Path map = attachMap(volume);
-      try {
-        Luks2.formatIfEmpty(map, key.bytes(), keySlotCost);
-      } catch (DataPresentException e) {
-        throw CsiException.failedPrecondition("refusing to format " + map + " of encrypted volume "
-            + volume.volumeId() + " as LUKS2: it already holds " + e.found());
-      }
+      mapping.formatOnceOn(map, key, keySlotCost);
       // LUKS2 written, no mapping yet: a retry finds the header and only opens it.
       CrashPoints.reach("qnap.attach.after-luks-format");
       try {
-        return Luks2.open(map, mappingName(volume), key.bytes());
+        return mapping.openOn(map, key);
       } catch (WrongPassphraseException e) {
         throw Encryption.wrongPassphrase(volume.volumeId());
       } catch (StorageException e) {
@@ -119,31 +111,17 @@ final class QnapNode implements NodeBackend {
         || Encryption.Mode.ON.value().equals(volume.context().get(Encryption.PARAMETER));
   }
 
-  /** From the LUN's WWID: the same on every node and after a restart, whatever the map's name. */
-  private static String mappingName(Wwid wwid) {
-    return Luks2.mappingName("caravan-qnap:" + wwid.value());
-  }
-
-  private static String mappingName(VolumeRef volume) {
-    return mappingName(LunContext.of(volume).wwid());
-  }
-
-  private static final Path MAPPER = Path.of("/dev/mapper");
-
   /**
-   * The LUN's open LUKS2 mapping on this host, if this host can have one and it is open; nothing is
-   * asked of device-mapper's crypt target where there is none.
+   * The LUN's LUKS2 mapping, named from its WWID: the same on every node and after a restart, whatever
+   * the map's name.
    */
-  private static Optional<Mapping> openMapping(Wwid wwid) {
-    if (Luks2.unavailableReason().isPresent()) {
-      return Optional.empty();
-    }
-    try {
-      Mapping m = Luks2.status(mappingName(wwid));
-      return m.open() ? Optional.of(m) : Optional.empty();
-    } catch (CryptUnavailableException e) {
-      return Optional.empty();
-    }
+  private static LuksMapping mapping(VolumeRef volume, Wwid wwid) {
+    return new LuksMapping(volume, Luks2.mappingName("caravan-qnap:" + wwid.value()));
+  }
+
+  /** Whether {@code device} is a caravan LUKS2 mapping, not a multipath map (both live in /dev/mapper). */
+  private static boolean isLuksMapping(Path device) {
+    return LuksMapping.isMapperDevice(device) && device.getFileName().toString().startsWith("caravan-");
   }
 
   private Path attachMap(VolumeRef volume) {
@@ -205,14 +183,11 @@ final class QnapNode implements NodeBackend {
   @Override
   public boolean holds(VolumeRef volume, Path device) {
     Wwid wwid = LunContext.of(volume).wwid();
-    if (!device.startsWith(MAPPER) || !device.getFileName().toString().startsWith("caravan-")) {
+    if (!isLuksMapping(device)) {
       return Multipath.wwidOf(device).equals(Optional.of(wwid));
     }
-    if (!device.equals(MAPPER.resolve(mappingName(wwid)))) {
-      return false;
-    }
-    return openMapping(wwid).flatMap(Mapping::device).map(d -> Multipath.wwidOf(d).equals(Optional.of(wwid)))
-        .orElse(false);
+    LuksMapping mapping = mapping(volume, wwid);
+    return mapping.isAt(device) && mapping.isOpenOn(d -> Multipath.wwidOf(d).equals(Optional.of(wwid)));
   }
 
   private void rollBack(String volumeId, LunContext lun, List<String> loggedIn) {
@@ -258,17 +233,40 @@ final class QnapNode implements NodeBackend {
   }
 
   /**
-   * The multipath map of the volume's LUN on this host, if there is one: what the inspector compares.
+   * The device of the volume's LUN on this host, if there is one, what the inspector compares with the
+   * journal's: the multipath map, or an encrypted volume's LUKS2 mapping while it is open on the map.
    *
    * @throws CsiException UNAVAILABLE when multipathd does not answer for a map that exists
    */
   Optional<java.nio.file.Path> attachedDevice(VolumeRef volume) {
     try {
-      return LunContext.lenient(volume).flatMap(lun -> initiator.map(lun.wwid())).map(MultipathMap::device);
+      Optional<LunContext> lun = LunContext.lenient(volume);
+      Optional<Path> map = lun.flatMap(l -> initiator.map(l.wwid())).map(MultipathMap::device);
+      if (map.isEmpty() || !encrypted(volume)) {
+        return map;
+      }
+      // An encrypted volume's device is its LUKS2 mapping while that is open on the LUN's map: the
+      // device the journal records and the filesystem is mounted from.
+      Wwid wwid = lun.get().wwid();
+      LuksMapping mapping = mapping(volume, wwid);
+      return mapping.isOpenOn(d -> Multipath.wwidOf(d).equals(Optional.of(wwid))) ? Optional.of(mapping.path()) : map;
     } catch (StorageException e) {
       throw new CsiException(Kind.UNAVAILABLE, "volume " + volume.volumeId() + ": cannot read its multipath map: "
           + e.getMessage());
     }
+  }
+
+  /**
+   * Whether the volume is encrypted and, if it is, its LUKS2 mapping as the inspector shows it: name,
+   * whether it is open and over which device; never anything of its key.
+   */
+  Map<String, String> encryptionEvidence(VolumeRef volume) {
+    Map<String, String> evidence = new LinkedHashMap<>();
+    evidence.put("encrypted", encrypted(volume) ? "yes" : "no");
+    if (encrypted(volume)) {
+      LunContext.lenient(volume).ifPresent(lun -> evidence.putAll(mapping(volume, lun.wwid()).evidence()));
+    }
+    return evidence;
   }
 
   @Override
@@ -279,8 +277,7 @@ final class QnapNode implements NodeBackend {
     }
     LunContext lun = parsed.get();
     try {
-      if (openMapping(lun.wwid()).isPresent()) {
-        Luks2.close(mappingName(lun.wwid()));
+      if (mapping(volume, lun.wwid()).closeIfOpen()) {
         // The mapping is closed, the map and sessions are not: a retry flushes and logs out.
         CrashPoints.reach("qnap.detach.after-luks-close");
       }
@@ -337,29 +334,9 @@ final class QnapNode implements NodeBackend {
         initiator.rescan(disk);
       }
       initiator.resize(lun.wwid());
-      growMapping(volume, lun.wwid(), rpc);
+      mapping(volume, lun.wwid()).growToItsDevice(rpc);
     } catch (RuntimeException e) {
       throw translate(volume.volumeId(), "refresh", e);
-    }
-  }
-
-  /**
-   * Grows an open mapping to the end of its map, when the map grew past it: the passphrase is needed
-   * again (the volume key lives in the kernel keyring only while a table is loaded).
-   */
-  private static void growMapping(VolumeRef volume, Wwid wwid, String rpc) {
-    Optional<Mapping> open = openMapping(wwid);
-    if (open.isEmpty() || open.get().device().isEmpty()) {
-      return;
-    }
-    Mapping m = open.get();
-    if (m.offsetBytes() + m.sizeBytes() >= BlockDevices.size(m.device().get())) {
-      return;
-    }
-    try (Passphrase key = Encryption.passphrase(rpc, volume.secrets())) {
-      Luks2.resize(m.name(), key.bytes());
-    } catch (WrongPassphraseException e) {
-      throw Encryption.wrongPassphrase(volume.volumeId());
     }
   }
 
@@ -367,8 +344,7 @@ final class QnapNode implements NodeBackend {
   @Override
   public VolumeHealth health(VolumeRef volume, Optional<Path> device) {
     VolumeHealth paths = health(volume);
-    if (paths.abnormal() || device.isEmpty() || !device.get().startsWith(MAPPER)
-        || !device.get().getFileName().toString().startsWith("caravan-")) {
+    if (paths.abnormal() || device.isEmpty() || !isLuksMapping(device.get())) {
       return paths;
     }
     return holds(volume, device.get()) ? paths

@@ -7,6 +7,8 @@ import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.BackendConfig;
 import dev.caravan.csi.backend.CapacityRange;
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.VolumeRequest;
 import dev.caravan.csi.backend.qnap.QnapSimulator.Call;
@@ -16,6 +18,7 @@ import dev.caravan.csi.support.Json;
 import dev.caravan.csi.observe.inspect.Chain;
 import dev.caravan.csi.observe.inspect.ChainInspector;
 import dev.caravan.csi.observe.stats.UsageCollector;
+import dev.caravan.storage.crypt.Luks2;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -74,6 +77,30 @@ class QnapBackendTest {
       assertThat(b.describe(id).properties()).containsEntry("publishedTo", "iqn.2026-01.dev.caravan.test:node-a");
       b.controller().unpublishVolume(id, Optional.of("iqn.2026-01.dev.caravan.test:node-a"));
       assertThat(b.describe(id).properties()).containsEntry("publishedTo", "");
+    }
+  }
+
+  /**
+   * The inspector's evidence of an encrypted volume names its LUKS2 mapping (from the LUN's WWID) and
+   * whether it is open here; a plain volume's has no mapping. Nothing of the passphrase is in it.
+   */
+  @Test
+  void describeShowsAnEncryptedVolumesMappingAndNeverItsPassphrase() {
+    String passphrase = "describe-passphrase-Qm41";
+    try (QnapSimulator sim = QnapSimulator.start(Flavour.QTS); QnapBackend b = QnapBackend.open(config(sim, "cgi"), ENV);
+        Passphrase key = Encryption.passphrase("CreateVolume", Map.of(Encryption.SECRET, passphrase))) {
+      var encrypted = b.controller().createVolume(new VolumeRequest("sealed", new CapacityRange(1L << 30, 0),
+          Set.of(AccessType.MOUNT), Optional.of("ext4"), Map.of(Encryption.PARAMETER, "on"), Optional.empty(),
+          List.of(), List.of(), Optional.of(key)));
+      String wwid = "3" + encrypted.context().get("naa");
+      Map<String, String> shown = b.describe(encrypted.id()).properties();
+      assertThat(shown).containsEntry("encrypted", "yes")
+          .containsEntry("luks2.mapping", "/dev/mapper/" + Luks2.mappingName("caravan-qnap:" + wwid))
+          .containsEntry("luks2.open", "no").doesNotContainKey("luks2.device");
+      assertThat(shown.toString()).doesNotContain(passphrase);
+      String plain = b.controller().createVolume(new VolumeRequest("plain", new CapacityRange(1L << 30, 0),
+          Set.of(AccessType.MOUNT), Optional.of("ext4"), Map.of(), Optional.empty(), List.of(), List.of())).id();
+      assertThat(b.describe(plain).properties()).containsEntry("encrypted", "no").doesNotContainKey("luks2.mapping");
     }
   }
 
