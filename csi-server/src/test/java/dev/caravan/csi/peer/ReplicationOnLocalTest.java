@@ -127,13 +127,35 @@ class ReplicationOnLocalTest {
     return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
   }
 
+  /**
+   * Polls twice a second: each poll runs zfs, and a process start is costly in the emulated guest,
+   * where it competes with the replication it waits for.
+   */
   static void waitFor(Duration bound, BooleanSupplier condition, String what) throws InterruptedException {
     long end = System.nanoTime() + bound.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > end) {
         throw new AssertionError("waited " + bound + " for " + what);
       }
-      Thread.sleep(100);
+      Thread.sleep(500);
+    }
+  }
+
+  /** The snapshots of {@code dataset}; none while it does not exist. */
+  static List<String> snapshotsOf(String dataset) {
+    try {
+      return GuestPools.run("zfs", "list", "-H", "-o", "name", "-t", "snapshot", dataset).lines().toList();
+    } catch (AssertionError e) {
+      return List.of();
+    }
+  }
+
+  /** {@code zfs get} of a property, or {@code absent} while the dataset does not exist. */
+  static String getOr(String property, String dataset, String absent) {
+    try {
+      return get(property, dataset);
+    } catch (AssertionError e) {
+      return absent;
     }
   }
 
@@ -191,8 +213,8 @@ class ReplicationOnLocalTest {
     Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 2 * MIB));
     assertThat(cut.failure()).as("the cut attempt's failure").isPresent();
     String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
-    waitFor(Duration.ofSeconds(30), () -> replicas("n2").contains(replica)
-        && !get("receive_resume_token", replica).equals("-"), "a resumable partial receive on n2");
+    waitFor(Duration.ofSeconds(30), () -> !getOr("receive_resume_token", replica, "-").equals("-"),
+        "a resumable partial receive on n2");
 
     Replicator.Attempt resumed = replicator("n1").replicate(id, "n2");
     assertThat(resumed.failure()).as("the resumed attempt's failure").isEmpty();
@@ -249,8 +271,7 @@ class ReplicationOnLocalTest {
 
     // A replica snapshot taken after the write: its name is the owner's clock when it was taken.
     String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
-    waitFor(Duration.ofSeconds(60), () -> replicas("n2").contains(replica) && GuestPools.run("zfs", "list", "-H", "-o",
-        "name", "-t", "snapshot", replica).lines()
+    waitFor(Duration.ofSeconds(60), () -> snapshotsOf(replica).stream()
         .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > written), "a replica newer than the write");
     assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@")).count())
         .as("the owner's replication snapshots after pruning").isLessThanOrEqualTo(2);
