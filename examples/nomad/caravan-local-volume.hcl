@@ -41,4 +41,6 @@ parameters {
   # off or on: ZFS native encryption, the passphrase from the volume's secrets
   # (caravan-local-encrypted-volume.hcl, docs/encryption.md). Default off.
   encryption = "off"
+  # replicas, replicationInterval and replicaNodes: copies on other nodes
+  # (caravan-local-replicated-volume.hcl, docs/replication.md). Default: no copy.
 }

@@ -16,6 +16,11 @@ import java.util.TreeMap;
  */
 public interface ControllerBackend {
   /** The CreateVolume parameters this backend understands; anything else is rejected before a call. */
+  /** The backend's replication, when it replicates volumes to other nodes. */
+  default Optional<Replication> replication() {
+    return Optional.empty();
+  }
+
   Set<String> knownParameters();
 
   /**

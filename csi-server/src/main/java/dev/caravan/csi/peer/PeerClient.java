@@ -74,6 +74,34 @@ final class PeerClient implements AutoCloseable {
     }
   }
 
+  /**
+   * An asynchronous stub on this connection with {@code deadline}, for a streaming call; the caller
+   * maps its failures ({@link #unreachable}).
+   */
+  PeerGrpc.PeerStub streaming(Duration deadline) {
+    return PeerGrpc.newStub(channel).withDeadlineAfter(deadline.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * A streaming call's failure as {@link #call} maps a unary one's: UNAVAILABLE naming the node when it
+   * could not be reached, the peer's own status unchanged.
+   */
+  RuntimeException unreachable(Throwable failure, String recovery) {
+    if (!(failure instanceof StatusRuntimeException e)) {
+      return new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " (peer endpoint " + address
+          + "): " + failure.getMessage() + ". " + recovery);
+    }
+    Status.Code code = e.getStatus().getCode();
+    Metadata trailers = Status.trailersFromThrowable(e);
+    boolean answered = trailers != null && trailers.containsKey(PeerServer.ANSWERED);
+    if (!answered && (code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED)) {
+      return new CsiException(CsiException.Kind.UNAVAILABLE, CallerView.refusal(node, address, e, refusals)
+          .orElseGet(() -> "node " + node + " (peer endpoint " + address + ") cannot be reached: " + code + why(e))
+          + ". " + recovery);
+    }
+    return e;
+  }
+
   /** The status description and its root cause (refused connection, TLS alert), which tell the operator what to fix. */
   private static String why(StatusRuntimeException e) {
     StringBuilder out = new StringBuilder();

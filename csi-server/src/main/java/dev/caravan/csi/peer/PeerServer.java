@@ -1,6 +1,8 @@
 package dev.caravan.csi.peer;
 
 import io.grpc.BindableService;
+import io.grpc.Context;
+import io.grpc.Contexts;
 import io.grpc.ForwardingServerCall;
 import io.grpc.Grpc;
 import io.grpc.Metadata;
@@ -21,6 +23,7 @@ import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLPeerUnverifiedException;
@@ -86,12 +89,15 @@ final class PeerServer implements AutoCloseable {
         ServerCallHandler<Q, R> next) {
       files.current(); // notices a change of the files, which closes the connections made under the old ones
       SSLSession session = call.getAttributes().get(Grpc.TRANSPORT_ATTR_SSL_SESSION);
+      List<String> callers;
       try {
         if (session == null) {
           throw new PeerRefusal(RefusalReason.NO_CERTIFICATE, Optional.empty(), "no TLS session", null);
         }
         Certificate[] presented = session.getPeerCertificates();
-        clients.check(Arrays.copyOf(presented, presented.length, X509Certificate[].class));
+        X509Certificate[] chain = Arrays.copyOf(presented, presented.length, X509Certificate[].class);
+        clients.check(chain);
+        callers = PeerTrustManager.nodeNames(chain[0]);
       } catch (PeerRefusal r) {
         refusals.refused(r.reason(), call.getAttributes().get(Grpc.TRANSPORT_ATTR_REMOTE_ADDR), r.subject(), r.names(),
             "on a connection opened before the peer credential files changed");
@@ -106,9 +112,12 @@ final class PeerServer implements AutoCloseable {
         call.close(Status.UNAVAILABLE.withDescription(RefusalReason.NO_CERTIFICATE.rule), trailers);
         return new ServerCall.Listener<>() {};
       }
-      return next.startCall(call, headers);
+      return Contexts.interceptCall(Context.current().withValue(CALLER, callers), call, headers, next);
     }
   }
+
+  /** The node names the calling peer's certificate vouches for, in the context of each call. */
+  static final Context.Key<List<String>> CALLER = Context.key("caravan-peer-caller");
 
   /**
    * The trailer on every status this endpoint sends: it tells the caller that the peer itself gave the

@@ -6,7 +6,14 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdShape;
 import dev.caravan.csi.peer.v1.CreateSnapshotCall;
+import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.peer.v1.CreateVolumeCall;
+import dev.caravan.csi.peer.v1.DeleteReplicaAnswer;
+import dev.caravan.csi.peer.v1.DeleteReplicaCall;
+import dev.caravan.csi.peer.v1.ReplicaStateAnswer;
+import dev.caravan.csi.peer.v1.ReplicaStateCall;
+import dev.caravan.csi.peer.v1.ReplicateAnswer;
+import dev.caravan.csi.peer.v1.ReplicateChunk;
 import dev.caravan.csi.peer.v1.DeleteSnapshotCall;
 import dev.caravan.csi.peer.v1.DeleteVolumeCall;
 import dev.caravan.csi.peer.v1.ExpandVolumeCall;
@@ -38,9 +45,13 @@ import dev.caravan.csi.v1.ListVolumesResponse;
 import dev.caravan.csi.v1.ValidateVolumeCapabilitiesResponse;
 import io.grpc.Context;
 import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import java.time.Clock;
 import java.util.Optional;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -64,6 +75,7 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   private final HomeAuthority authority;
   private final Function<String, NodeLayersAnswer> nodeLayers;
   private final ReplayCache replays = new ReplayCache(Clock.systemUTC());
+  private final Set<String> receiving = ConcurrentHashMap.newKeySet();
 
   /**
    * @param home this node's routing controller: the home's part of CreateVolume and of a deleted name's
@@ -189,6 +201,74 @@ final class PeerService extends PeerGrpc.PeerImplBase {
       }
       return nodeLayers.apply(id);
     });
+  }
+
+  @Override
+  public void replicaState(ReplicaStateCall call, StreamObserver<ReplicaStateAnswer> out) {
+    reading(out, call.getIdempotencyKey(), () -> {
+      Replication.ReplicaState state = replication().replicaState(replicaOf(call.getVolumeId()));
+      ReplicaStateAnswer.Builder answer = ReplicaStateAnswer.newBuilder().setNode(self).setExists(state.exists());
+      state.newest().ifPresent(p -> answer.setNewestSnapshot(p.name()).setNewestGuid(p.guid()));
+      state.resumeToken().ifPresent(answer::setResumeToken);
+      return answer.build();
+    });
+  }
+
+  @Override
+  public StreamObserver<ReplicateChunk> replicate(StreamObserver<ReplicateAnswer> out) {
+    Optional<Replication> replication = backend.replication();
+    if (replication.isEmpty()) {
+      out.onError(Status.UNIMPLEMENTED.withDescription(noReplication()).asRuntimeException());
+      return new StreamObserver<>() {
+        @Override
+        public void onNext(ReplicateChunk value) {}
+
+        @Override
+        public void onError(Throwable t) {}
+
+        @Override
+        public void onCompleted() {}
+      };
+    }
+    return new ReplicaReceiver(replication.get(), receiving, this::replicaOf, (ServerCallStreamObserver<ReplicateAnswer>) out);
+  }
+
+  @Override
+  public void deleteReplica(DeleteReplicaCall call, StreamObserver<DeleteReplicaAnswer> out) {
+    changing(out, call.getIdempotencyKey(), call, () -> DeleteReplicaAnswer.newBuilder()
+        .setDeleted(replication().deleteReplica(replicaOf(call.getVolumeId()))).build());
+  }
+
+  private Replication replication() {
+    return backend.replication().orElseThrow(() -> Status.UNIMPLEMENTED.withDescription(noReplication())
+        .asRuntimeException());
+  }
+
+  private String noReplication() {
+    return "node " + self + "'s backend does not replicate volumes";
+  }
+
+  /**
+   * A replica is of another node's volume, and only that node (its certificate names it) reads,
+   * writes or deletes it here.
+   */
+  String replicaOf(String volumeId) {
+    IdRules.requireBounded("volume_id", volumeId);
+    if (backend.volumeId(volumeId) instanceof IdShape.NotOurs(String rule)) {
+      throw CsiException.invalid("volume_id '" + volumeId + "' is not of this backend's form: " + rule);
+    }
+    String owner = Routing.ownerIfOurs(backend, volumeId, true).orElseThrow();
+    if (owner.equals(self)) {
+      throw CsiException.failedPrecondition("volume_id " + volumeId + " is node " + self
+          + "'s own: a node holds no replica of its own volumes");
+    }
+    List<String> caller = Optional.ofNullable(PeerServer.CALLER.get()).orElse(List.of());
+    if (!caller.contains(owner)) {
+      throw Status.PERMISSION_DENIED.withDescription("volume_id " + volumeId + " belongs to node " + owner
+          + ", and only that node's certificate may act on its replica; the caller's names " + caller)
+          .asRuntimeException();
+    }
+    return volumeId;
   }
 
   private void requireOwnVolume(String id) {

@@ -1,6 +1,7 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.observe.inspect.PeerNodes;
 import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
@@ -33,9 +34,13 @@ public final class Peering implements AutoCloseable {
   private final ControllerBackend backend;
   private final HomeAuthority authority;
   private final ScheduledExecutorService watcher;
+  private final Optional<Replicator> replicator;
+  private final Optional<ReplicationScheduler> scheduler;
 
   private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
       ControllerBackend backend, HomeAuthority authority, ScheduledExecutorService watcher) {
+    this.replicator = controller.replicator();
+    this.scheduler = controller.scheduler();
     this.server = server;
     this.clients = clients;
     this.controller = controller;
@@ -92,7 +97,13 @@ public final class Peering implements AutoCloseable {
         watcher.scheduleWithFixedDelay(files::current, WATCH.toMillis(), WATCH.toMillis(), TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    return new Peering(server, clients, controller, backend, authority, watcher);
+    Peering peering = new Peering(server, clients, controller, backend, authority, watcher);
+    backend.replication().ifPresent(Replication::attach);
+    peering.scheduler.ifPresent(r -> {
+      r.observe(metrics);
+      r.start();
+    });
+    return peering;
   }
 
   /**
@@ -123,6 +134,11 @@ public final class Peering implements AutoCloseable {
                 .nodeLayers(NodeLayersCall.newBuilder().setIdempotencyKey(key).setVolumeId(volumeId).build()));
       }
     };
+  }
+
+  /** This node's replication sender, when its backend replicates. */
+  Optional<Replicator> replicator() {
+    return replicator;
   }
 
   /** The controller service to serve on the CSI socket instead of the local one. */

@@ -28,6 +28,11 @@ final class Placement {
 
   private Placement() {}
 
+  /** The nodes of {@code reports}, best first (the order {@link #choose} picks by). */
+  static List<String> rank(List<PlacementReport> reports) {
+    return reports.stream().sorted(BEST).map(PlacementReport::getNode).toList();
+  }
+
   static String choose(List<PlacementReport> reports, List<Topology> requisite, long requiredBytes) {
     List<PlacementReport> admitted = reports.stream()
         .filter(r -> requisite.isEmpty() || requisite.stream().anyMatch(Topology.ofNode(r.getNode())::satisfies))

@@ -1,6 +1,7 @@
 package dev.caravan.csi.peer;
 
 import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.VolumeInfo;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Topology;
@@ -53,6 +54,7 @@ import dev.caravan.csi.v1.VolumeContentSource;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -110,6 +112,8 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
   private final NameLocks locks;
   private final HomeAuthority authority;
   private final ExecutorService asks = Executors.newVirtualThreadPerTaskExecutor();
+  private final Optional<Replicator> replicator;
+  private final Optional<ReplicationScheduler> scheduler;
 
   RoutingControllerService(ControllerService local, ControllerBackend backend, String self, long reserveBytes,
       PeerClients clients, NameClaims claims, NameLocks locks, HomeAuthority authority) {
@@ -121,6 +125,17 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     this.claims = claims;
     this.locks = locks;
     this.authority = authority;
+    this.replicator = backend.replication().map(r -> new Replicator(r, clients));
+    this.scheduler = backend.replication().map(r -> new ReplicationScheduler(r, replicator.orElseThrow(),
+        Clock.systemUTC()));
+  }
+
+  Optional<Replicator> replicator() {
+    return replicator;
+  }
+
+  Optional<ReplicationScheduler> scheduler() {
+    return scheduler;
   }
 
   @Override
@@ -289,7 +304,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
 
   private CreateVolumeResponse createOn(String owner, long ownerGeneration, CreateVolumeRequest req,
       HomeAuthority.View v) {
-    CreateVolumeRequest forOwner = withHost(req, owner);
+    CreateVolumeRequest forOwner = withReplicas(withHost(req, owner), owner, v);
     try {
       if (owner.equals(self)) {
         return authority.admitCreate(v.proto(self), v.generation(), () -> InProcess.call(local::createVolume, forOwner));
@@ -384,6 +399,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
   }
 
   void close() {
+    scheduler.ifPresent(ReplicationScheduler::close);
     asks.shutdownNow();
   }
 
@@ -396,6 +412,35 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
       params.remove(Routing.HOST);
     }
     return req.toBuilder().clearParameters().putAllParameters(params).build();
+  }
+
+  /**
+   * The request as the owner must see it when it asks for replicas: the replica nodes checked against
+   * the peer set (known, not the owner, enough of them), or chosen by the placement reports (most free
+   * bytes first) when the request names none.
+   */
+  private CreateVolumeRequest withReplicas(CreateVolumeRequest req, String owner, HomeAuthority.View v) {
+    if (!backend.knownParameters().contains(ReplicationSettings.REPLICAS)) {
+      return req;
+    }
+    ReplicationSettings r = ReplicationSettings.parse(req.getParametersMap());
+    if (!r.on()) {
+      return req;
+    }
+    Set<String> others = new TreeSet<>(v.nodes());
+    others.remove(owner);
+    r.requireNodes(owner, others);
+    if (r.nodes().isEmpty()) {
+      List<PlacementReport> reports = capacities(req, v).stream().filter(p -> !p.getNode().equals(owner)).toList();
+      List<String> chosen = Placement.rank(reports).stream().limit(r.replicas()).toList();
+      if (chosen.size() < r.replicas()) {
+        throw new CsiException(CsiException.Kind.UNAVAILABLE, "parameters." + ReplicationSettings.REPLICAS + " "
+            + r.replicas() + ": only " + chosen + " of the other nodes " + others + " answer; retry once they do,"
+            + " or name the nodes in parameters." + ReplicationSettings.NODES);
+      }
+      r = r.withNodes(chosen);
+    }
+    return req.toBuilder().clearParameters().putAllParameters(r.into(req.getParametersMap())).build();
   }
 
   private static String ownerDown(String node, String what) {
@@ -419,14 +464,46 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
    */
   DeleteVolumeResponse deleteHere(DeleteVolumeRequest req) {
     Optional<String> name;
+    Optional<ReplicationSettings> replicated = Optional.empty();
     try {
       name = backend.findVolume(req.getVolumeId()).map(VolumeInfo::name);
+      if (name.isPresent() && replicator.isPresent()) {
+        replicated = backend.replication().flatMap(r -> r.settings(req.getVolumeId())).filter(ReplicationSettings::on);
+      }
     } catch (RuntimeException invalid) {
       name = Optional.empty(); // the delete below answers a malformed id with the spec's code
     }
-    DeleteVolumeResponse done = InProcess.call(local::deleteVolume, req);
+    DeleteVolumeResponse done;
+    if (replicated.isPresent()) {
+      // No round may take a snapshot or hold one in a send while the volume goes.
+      ReplicationScheduler rounds = scheduler.orElseThrow();
+      rounds.hold(req.getVolumeId());
+      try {
+        done = InProcess.call(local::deleteVolume, req);
+      } finally {
+        rounds.release(req.getVolumeId());
+      }
+      deleteReplicas(req.getVolumeId(), replicated.get());
+    } else {
+      done = InProcess.call(local::deleteVolume, req);
+    }
     name.ifPresent(this::releaseDeleted);
     return done;
+  }
+
+  /**
+   * Deletes a deleted volume's replicas on their nodes. One whose node does not answer is kept, and
+   * the log names it and the node; the delete succeeds either way, since the volume itself is gone.
+   */
+  private void deleteReplicas(String volumeId, ReplicationSettings r) {
+    for (String node : r.nodes()) {
+      try {
+        replicator.orElseThrow().deleteReplica(volumeId, node);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "the replica of deleted volume {0} on node {1} is kept: {2}", volumeId,
+            node, e.getMessage());
+      }
+    }
   }
 
   private void releaseDeleted(String name) {

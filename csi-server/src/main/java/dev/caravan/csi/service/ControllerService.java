@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ContentSource;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
+import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.Passphrase;
 import dev.caravan.csi.backend.ExpandResult;
 import dev.caravan.csi.backend.IdRules;
@@ -112,7 +113,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
       List<Capability> caps = Validate.capabilities("volume_capabilities", req.getVolumeCapabilitiesList());
       CapacityRange capacity =
           req.hasCapacityRange() ? Validate.capacity("capacity_range", req.getCapacityRange()) : CapacityRange.UNSPECIFIED;
-      Map<String, String> parameters = Encryption.parametersFor(backend, req.getParametersMap());
+      Map<String, String> parameters = ReplicationSettings.parametersFor(backend,
+          Encryption.parametersFor(backend, req.getParametersMap()));
       Validate.parameters("parameters", parameters, backend.knownParameters());
       if (!req.getMutableParamsMap().isEmpty()) {
         throw CsiException.invalid("mutable_parameters are not supported (no MODIFY_VOLUME capability)");
@@ -290,7 +292,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
   @Override
   public void getCapacity(GetCapacityRequest req, StreamObserver<GetCapacityResponse> out) {
     Rpc.unary(out, () -> {
-      Map<String, String> parameters = Encryption.parametersFor(backend, req.getParametersMap());
+      Map<String, String> parameters = ReplicationSettings.parametersFor(backend,
+          Encryption.parametersFor(backend, req.getParametersMap()));
       Validate.parameters("parameters", parameters, backend.knownParameters());
       CapacityReport report = backend.capacity(parameters);
       GetCapacityResponse.Builder b = GetCapacityResponse.newBuilder()

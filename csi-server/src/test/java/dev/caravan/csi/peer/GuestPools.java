@@ -66,6 +66,17 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
     return Duration.ofMinutes(3);
   }
 
+  /** Exports the node's pool, as a lost node's pool is gone from the others' sight. */
+  void export(String node) {
+    run("zpool", "export", "-f", pool(node));
+  }
+
+  /** Imports the node's pool again from its file. */
+  void reimport(String node) {
+    Path file = files.get(List.copyOf(pools.keySet()).indexOf(node));
+    run("zpool", "import", "-d", file.toString(), pool(node));
+  }
+
   /** The datasets and snapshots below the node's parent dataset, as {@code zfs list} names them. */
   List<String> objects(String node) {
     String out = run("zfs", "list", "-H", "-o", "name", "-t", "all", "-r", pool(node) + "/" + PARENT);

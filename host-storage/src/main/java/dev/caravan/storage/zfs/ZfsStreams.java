@@ -9,6 +9,7 @@ import dev.caravan.storage.zfs.StreamRefusedException.Reason;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.channels.ReadableByteChannel;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -371,6 +372,83 @@ public final class ZfsStreams {
     }
     destroyPartial(target);
     return true;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Replicas
+
+  /**
+   * Destroys one snapshot of a replica: a dataset that carries the user property {@code
+   * replicaProperty} (set by its receive) and not the ownership marker. Never deferred, never
+   * recursive.
+   *
+   * @return false when it did not exist
+   * @throws ZfsRefusedException when its dataset is not such a replica, or clones depend on it
+   */
+  public boolean destroyReplicaSnapshot(String snapshot, String replicaProperty) {
+    DatasetNames.requireSnapshot(snapshot);
+    Optional<DatasetProperties> found = zfs.find(snapshot);
+    if (found.isEmpty()) {
+      return false;
+    }
+    requireReplica(DatasetNames.datasetOf(snapshot), replicaProperty);
+    if (found.get().clones() > 0) {
+      throw new ZfsRefusedException(
+          ZfsRefusedException.Reason.HAS_CLONES,
+          snapshot,
+          "refusing to destroy " + snapshot + ": " + found.get().clones() + " clone(s) depend on it");
+    }
+    Lzc.Result result = Zfs.retryWhileBusy(() -> Lzc.destroySnapshots(List.of(snapshot)));
+    if (result.errno() == ZfsErrors.ENOENT) {
+      return false;
+    }
+    ZfsFailures.orThrow(
+        result, "destroy", snapshot, result.errno() == ZfsErrors.EBUSY ? "it is held or being sent" : null);
+    return true;
+  }
+
+  /**
+   * Destroys a replica dataset that has no snapshots and no children left (a leaf), when it carries
+   * {@code replicaProperty} and not the ownership marker.
+   *
+   * @return false when it did not exist
+   * @throws ZfsRefusedException when it is not such a replica, or still has snapshots or children
+   */
+  public boolean destroyReplica(String dataset, String replicaProperty) {
+    DatasetNames.requireChild(dataset);
+    if (zfs.find(dataset).isEmpty()) {
+      return false;
+    }
+    requireReplica(dataset, replicaProperty);
+    if (!zfs.children(dataset).isEmpty()) {
+      throw new ZfsRefusedException(
+          ZfsRefusedException.Reason.HAS_CHILDREN,
+          dataset,
+          "refusing to destroy " + dataset + ": it has children " + zfs.children(dataset));
+    }
+    if (!zfs.snapshots(dataset).isEmpty()) {
+      throw new ZfsRefusedException(
+          ZfsRefusedException.Reason.HAS_SNAPSHOTS,
+          dataset,
+          "refusing to destroy " + dataset + ": it has snapshots " + zfs.snapshots(dataset));
+    }
+    Lzc.Result result = Zfs.retryWhileBusy(() -> Lzc.destroy(dataset));
+    if (result.errno() == ZfsErrors.ENOENT) {
+      return false;
+    }
+    ZfsFailures.orThrow(result, "destroy", dataset, null);
+    return true;
+  }
+
+  private void requireReplica(String dataset, String replicaProperty) {
+    DatasetProperties p = zfs.properties(dataset);
+    if (zfs.marker().marks(p) || p.userProperty(replicaProperty).isEmpty()) {
+      throw new ZfsRefusedException(
+          ZfsRefusedException.Reason.NOT_MANAGED,
+          dataset,
+          "refusing to destroy in " + dataset + ": it is not a replica (it "
+              + (zfs.marker().marks(p) ? "carries " + zfs.marker() : "lacks " + replicaProperty) + ")");
+    }
   }
 
   private static void destroyPartial(String dataset) {

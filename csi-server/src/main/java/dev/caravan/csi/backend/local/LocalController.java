@@ -15,6 +15,8 @@ import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
+import dev.caravan.csi.backend.Replication;
+import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -40,6 +42,7 @@ import dev.caravan.storage.zfs.Zfs;
 import dev.caravan.storage.zfs.ZfsException;
 import dev.caravan.storage.zfs.ZvolSpec;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -83,6 +86,10 @@ final class LocalController implements ControllerBackend {
   static final String PROP_NODE = "caravan:node";
   /** The access types CreateVolume was asked for ({@link AccessType#contextValue}); absent on older zvols. */
   static final String PROP_ACCESS = "caravan:access";
+  /** Replication, as CreateVolume asked for it ({@link ReplicationSettings}); absent when not replicated. */
+  static final String PROP_REPLICAS = "caravan:replicas";
+  static final String PROP_REPLICATION_INTERVAL = "caravan:replication-interval";
+  static final String PROP_REPLICA_NODES = "caravan:replica-nodes";
 
   static final String CONTEXT_FS_TYPE = "fsType";
   static final String CONTEXT_NODE = "node";
@@ -101,6 +108,7 @@ final class LocalController implements ControllerBackend {
   private final String nodeId;
   private final Topology nodeTopology;
   private final NodeUsage usage;
+  private final LocalReplication replication;
 
   LocalController(Zfs zfs, LocalConfig config, String nodeId, NodeUsage usage, Pbkdf2Iters pbkdf2Iters) {
     this.zfs = zfs;
@@ -109,6 +117,12 @@ final class LocalController implements ControllerBackend {
     this.nodeId = nodeId;
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
+    this.replication = new LocalReplication(zfs, this, config, Clock.systemUTC());
+  }
+
+  @Override
+  public Optional<Replication> replication() {
+    return Optional.of(replication);
   }
 
   @Override
@@ -184,6 +198,7 @@ final class LocalController implements ControllerBackend {
               + " plugin on node " + params.host() + " or use host=auto");
     }
     req.source().ifPresent(this::requireSourceOwner);
+    requireReplicable(params.replication());
     // A repeat first: a volume of this name here answers for itself, also to a requisite that
     // excludes this node (ALREADY_EXISTS, where a new volume would be sent elsewhere).
     Optional<VolumeInfo> existing = existingByName(req, params, fsType);
@@ -228,6 +243,28 @@ final class LocalController implements ControllerBackend {
     return new Provisioned(info(v, zfs.properties(v.dataset())), true);
   }
 
+  /**
+   * Replicas need the peer channel to carry their streams, and nodes to hold them: other nodes than
+   * this one, chosen by the peer layer when the request named none.
+   */
+  private void requireReplicable(ReplicationSettings r) {
+    if (!r.on()) {
+      return;
+    }
+    if (!replication.attached()) {
+      throw CsiException.invalid("parameters." + ReplicationSettings.REPLICAS + " " + r.replicas()
+          + " needs other nodes to hold the copies, and this plugin has no peers (--peer-listen)");
+    }
+    if (r.nodes().isEmpty()) {
+      throw CsiException.invalid("parameters." + ReplicationSettings.NODES + " is required here: the nodes that"
+          + " hold the replicas (the peer layer chooses them when the request names none)");
+    }
+    if (r.nodes().contains(nodeId)) {
+      throw CsiException.invalid("parameters." + ReplicationSettings.NODES + " names node " + nodeId
+          + ", which holds the volume itself: a replica is on another node");
+    }
+  }
+
   /** What a new volume records about its request, and how it is laid out. */
   private ZvolSpec spec(VolumeId v, VolumeRequest req, LocalParameters params, String fsType, long size, long block) {
     Map<String, String> props = new LinkedHashMap<>();
@@ -236,6 +273,11 @@ final class LocalController implements ControllerBackend {
     props.put(PROP_NODE, nodeId);
     props.put(PROP_ACCESS, AccessType.contextValue(req.accessTypes()));
     req.source().ifPresent(s -> props.put(PROP_SOURCE, encode(s)));
+    if (params.replication().on()) {
+      props.put(PROP_REPLICAS, Integer.toString(params.replication().replicas()));
+      props.put(PROP_REPLICATION_INTERVAL, params.replication().interval().toSeconds() + "s");
+      props.put(PROP_REPLICA_NODES, String.join(",", params.replication().nodes()));
+    }
     return new ZvolSpec(v.dataset(), size, OptionalLong.of(block), params.sparse(), params.compression(), props);
   }
 
@@ -424,6 +466,10 @@ final class LocalController implements ControllerBackend {
       if (p.isEncrypted() != params.encrypted()) {
         conflicts.add(p.isEncrypted() ? "encryption on, not off" : "encryption off, not on");
       }
+      int replicas = Integer.parseInt(p.userProperty(PROP_REPLICAS).orElse("0"));
+      if (replicas != params.replication().replicas()) {
+        conflicts.add(replicas + " replica(s), not " + params.replication().replicas());
+      }
       if (!conflicts.isEmpty()) {
         throw CsiException.alreadyExists(where + " (" + v.id() + ") with " + String.join("; ", conflicts));
       }
@@ -516,7 +562,7 @@ final class LocalController implements ControllerBackend {
         String field = "volume_content_source.snapshot.snapshot_id";
         SnapshotId sid = LocalIds.parseSnapshot(field, s.id());
         requireOwner(field, sid.id(), sid.volume().node());
-        DatasetProperties p = managedSnapshot(sid)
+        DatasetProperties p = (LocalIds.isReplica(sid) ? replicaSnapshot(sid) : managedSnapshot(sid))
             .orElseThrow(() -> CsiException.notFound(field + " " + s.id() + " does not exist"));
         yield new Source(s, sid.volume(), Optional.of(sid.snapshot()), p.volumeSize(), p.volumeBlockSize(),
             p.isEncrypted());
@@ -596,12 +642,16 @@ final class LocalController implements ControllerBackend {
       // know of: made by hand, or by a plugin whose record is gone).
       usage.refuseDeleteInUse(volumeId, nodeId, deviceUse(v.dataset()));
       List<String> snapshots = zfs.snapshots(v.dataset()).stream()
+          .filter(s -> !LocalReplication.isReplicationSnapshot(s.substring(s.indexOf('@') + 1)))
           .map(s -> describeSnapshot(v, s)).toList();
       if (!snapshots.isEmpty()) {
         throw CsiException.failedPrecondition(
             "volume_id " + volumeId + " has snapshots " + snapshots + ", which would not survive the deletion;"
                 + " delete them first (DeleteSnapshot)");
       }
+      // Replication's own snapshots go with the volume, one at a time (a crash between leaves the rest
+      // for the retry), and the volume after them.
+      replication.destroyAll(v.dataset());
       zfs.destroy(v.dataset());
       CrashPoints.reach("delete.after-destroy");
     });
@@ -718,7 +768,7 @@ final class LocalController implements ControllerBackend {
     });
   }
 
-  private void snapshotMaybeFrozen(String dataset, String shortName, Map<String, String> props, boolean freeze) {
+  void snapshotMaybeFrozen(String dataset, String shortName, Map<String, String> props, boolean freeze) {
     Optional<Path> mounted = freeze ? mountPointOf(dataset) : Optional.empty();
     if (mounted.isPresent()) {
       // Staged here: FIFREEZE flushes and blocks writers, so the snapshot holds every acknowledged
@@ -767,6 +817,10 @@ final class LocalController implements ControllerBackend {
       SnapshotId sid = LocalIds.parseSnapshot("snapshot_id", snapshotId);
       requireOwner("snapshot_id", snapshotId, sid.volume().node());
       requireScope("snapshot_id", sid.volume());
+      if (LocalIds.isReplica(sid)) {
+        throw CsiException.failedPrecondition("snapshot_id " + snapshotId + " is a replica's snapshot: replication"
+            + " keeps it up to date, and it goes when its volume is deleted (DeleteVolume)");
+      }
       Optional<DatasetProperties> found = find(sid.snapshot());
       if (found.isEmpty()) {
         return;
@@ -788,6 +842,9 @@ final class LocalController implements ControllerBackend {
       if (!inScope(sid.volume())) {
         return Optional.empty();
       }
+      if (LocalIds.isReplica(sid)) {
+        return replicaSnapshot(sid).map(p -> replicaSnapshotInfo(sid, p));
+      }
       return managedSnapshot(sid).map(p -> snapshotInfo(sid, p));
     });
   }
@@ -802,9 +859,56 @@ final class LocalController implements ControllerBackend {
           managedSnapshot(sid).ifPresent(p -> out.add(snapshotInfo(sid, p)));
         }
       }
+      out.addAll(newestReplicaSnapshots());
       out.sort(Comparator.comparing(SnapshotInfo::id));
       return out;
     });
+  }
+
+  /**
+   * The newest snapshot of each replica this node holds, as a snapshot of the replicated volume (its
+   * source volume id the volume's, its id this node's): what a restore after the owner's loss starts
+   * from.
+   */
+  private List<SnapshotInfo> newestReplicaSnapshots() {
+    List<SnapshotInfo> out = new ArrayList<>();
+    for (String pool : config.pools()) {
+      String parent = config.parentIn(pool);
+      if (zfs.pool(pool).isEmpty() || !zfs.exists(parent)) {
+        continue;
+      }
+      for (String child : zfs.children(parent)) {
+        String leaf = child.substring(parent.length() + 1);
+        if (!LocalIds.REPLICA_LEAF.matcher(leaf).matches()) {
+          continue;
+        }
+        List<String> snapshots = zfs.snapshots(child).stream()
+            .filter(n -> LocalIds.REPLICATION_SNAPSHOT.matcher(n.substring(n.indexOf('@') + 1)).matches()).toList();
+        if (snapshots.isEmpty()) {
+          continue;
+        }
+        String newest = snapshots.getLast();
+        SnapshotId sid = new SnapshotId(new VolumeId(nodeId, pool, config.parentDataset(), leaf),
+            newest.substring(newest.indexOf('@') + 1));
+        replicaSnapshot(sid).ifPresent(p -> out.add(replicaSnapshotInfo(sid, p)));
+      }
+    }
+    return out;
+  }
+
+  /** A replica's snapshot, when its dataset is a replica (it carries the volume id it is of, and no marker). */
+  private Optional<DatasetProperties> replicaSnapshot(SnapshotId sid) {
+    Optional<DatasetProperties> replica = find(sid.volume().dataset())
+        .filter(p -> !zfs.marker().marks(p) && p.userProperty(LocalReplication.PROP_REPLICA_OF).isPresent());
+    return replica.isEmpty() ? Optional.empty() : find(sid.snapshot()).filter(DatasetProperties::isSnapshot);
+  }
+
+  private SnapshotInfo replicaSnapshotInfo(SnapshotId sid, DatasetProperties p) {
+    String of = zfs.properties(sid.volume().dataset()).userProperty(LocalReplication.PROP_REPLICA_OF).orElse("");
+    long size = p.get("volsize").filter(Property::numeric).map(Property::asLong).orElse(0L);
+    Instant created = p.get("creation").filter(Property::numeric).map(c -> Instant.ofEpochSecond(c.asLong()))
+        .orElse(Instant.EPOCH);
+    return new SnapshotInfo(sid.id(), "", of, size, created, true);
   }
 
   private SnapshotInfo snapshotInfo(SnapshotId sid, DatasetProperties p) {

@@ -34,6 +34,10 @@ final class LocalIds {
 
   static final Pattern VOLUME_LEAF = Pattern.compile("vol-[a-z0-9]+(-[a-z0-9]+)*");
   static final Pattern SNAPSHOT_LEAF = Pattern.compile("snap-[a-z0-9]+(-[a-z0-9]+)*");
+  /** A replica of another node's volume ({@link LocalReplication}); only in snapshot ids. */
+  static final Pattern REPLICA_LEAF = Pattern.compile("rep-[0-9a-f]{12}");
+  /** A replication snapshot: the only snapshots of a replica that ids name. */
+  static final Pattern REPLICATION_SNAPSHOT = Pattern.compile("repl-[0-9]{1,19}");
 
   /** Volume ids are kept this short so that a snapshot id ({@code @snap-<12 hex>} more) always fits. */
   static final int VOLUME_ID_MAX = IdRules.MAX_BYTES - "@snap-".length() - 12;
@@ -88,6 +92,11 @@ final class LocalIds {
    */
   static String lockKey(VolumeId v) {
     return "vol-*-" + v.leaf().substring(v.leaf().lastIndexOf('-') + 1);
+  }
+
+  /** Whether the snapshot id names a replica's snapshot, not a volume's. */
+  static boolean isReplica(SnapshotId s) {
+    return REPLICA_LEAF.matcher(s.volume().leaf()).matches();
   }
 
   static String lockKey(SnapshotId s) {
@@ -160,11 +169,22 @@ final class LocalIds {
     if (at < 0 || at != id.lastIndexOf('@')) {
       return Reading.not("a snapshot id is <volume id>@snap-<name>");
     }
-    Reading<VolumeId> volume = volume(id.substring(PREFIX.length(), at));
+    String name = id.substring(at + 1);
+    String volumePart = id.substring(PREFIX.length(), at);
+    String leaf = volumePart.substring(volumePart.lastIndexOf('/') + 1);
+    if (REPLICA_LEAF.matcher(leaf).matches() && REPLICATION_SNAPSHOT.matcher(name).matches()) {
+      // A replica's snapshot: its "volume" is the replica dataset, checked as a volume's would be.
+      Reading<VolumeId> replica = volume(volumePart.substring(0, volumePart.length() - leaf.length()) + "vol-r");
+      if (replica.value() == null) {
+        return Reading.not(replica.problem());
+      }
+      VolumeId r = replica.value();
+      return Reading.of(new SnapshotId(new VolumeId(r.node(), r.pool(), r.parent(), leaf), name));
+    }
+    Reading<VolumeId> volume = volume(volumePart);
     if (volume.value() == null) {
       return Reading.not(volume.problem());
     }
-    String name = id.substring(at + 1);
     if (!SNAPSHOT_LEAF.matcher(name).matches()) {
       return Reading.not("the snapshot name after '@' must be snap-<lower-case letters, digits, '-'>");
     }

@@ -3,6 +3,7 @@ package dev.caravan.csi.backend.local;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.storage.zfs.Compression;
 import java.util.Arrays;
 import java.util.List;
@@ -27,6 +28,7 @@ import java.util.regex.Pattern;
  * @param sparse no reservation
  * @param compression empty: inherit from the parent dataset
  * @param encrypted {@code encryption=on}: ZFS native encryption, the passphrase from the secrets
+ * @param replication {@code replicas}, {@code replicationInterval}, {@code replicaNodes}
  */
 record LocalParameters(
     Optional<String> pool,
@@ -35,7 +37,8 @@ record LocalParameters(
     OptionalLong volblocksize,
     boolean sparse,
     Optional<Compression> compression,
-    boolean encrypted) {
+    boolean encrypted,
+    ReplicationSettings replication) {
 
   static final String POOL = "pool";
   static final String HOST = "host";
@@ -43,8 +46,8 @@ record LocalParameters(
   static final String VOLBLOCKSIZE = "volblocksize";
   static final String SPARSE = "sparse";
   static final String COMPRESSION = "compression";
-  static final Set<String> KNOWN =
-      Set.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION, Encryption.PARAMETER);
+  static final Set<String> KNOWN = Set.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION,
+      Encryption.PARAMETER, ReplicationSettings.REPLICAS, ReplicationSettings.INTERVAL, ReplicationSettings.NODES);
 
   static final String AUTO = "auto";
   static final long DEFAULT_BLOCK = 16 * 1024;
@@ -92,7 +95,8 @@ record LocalParameters(
     };
     Optional<Compression> compression = Optional.ofNullable(given.get(COMPRESSION)).map(LocalParameters::compression);
     boolean encrypted = Encryption.mode(given) == Encryption.Mode.ON;
-    return new LocalParameters(pool, host, fsType, block, sparse, compression, encrypted);
+    return new LocalParameters(pool, host, fsType, block, sparse, compression, encrypted,
+        ReplicationSettings.parse(given));
   }
 
   /** {@code 16K}, {@code 16k}, {@code 16KiB} or {@code 16384}: a power of two from 4K to 128K. */

@@ -68,6 +68,11 @@ public final class MeteredControllerBackend implements ControllerBackend {
   }
 
   @Override
+  public Optional<dev.caravan.csi.backend.Replication> replication() {
+    return delegate.replication();
+  }
+
+  @Override
   public Optional<String> encryptionUnavailable() {
     return delegate.encryptionUnavailable();
   }

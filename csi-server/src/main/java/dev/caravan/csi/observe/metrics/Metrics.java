@@ -42,4 +42,16 @@ public interface Metrics extends NodeObserver {
 
   /** This node's peer certificate's expiry, as {@code notAfter} reads it at each scrape (the file is re-read on change). */
   default void peerCertificateExpiry(Supplier<Instant> notAfter) {}
+
+  /** A replication stream of {@code volume} to {@code node} sent {@code bytes}. */
+  default void replicationSent(String volume, String node, long bytes) {}
+
+  /** A replication round of {@code volume} to {@code node} failed. */
+  default void replicationFailure(String volume, String node) {}
+
+  /**
+   * How old each replica is, read at each scrape: (volume id, node) to the seconds since the start of
+   * the last round that brought it up to date.
+   */
+  default void replicationLag(Supplier<java.util.Map<java.util.List<String>, Double>> lags) {}
 }

@@ -51,6 +51,8 @@ public final class PrometheusMetrics implements Metrics {
   private final Counter fencedPublishes;
   private final Counter forcedDetaches;
   private final Counter peerRefusals;
+  private final Counter replicationBytes;
+  private final Counter replicationFailures;
   private final Clock clock = Clock.systemUTC();
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
   /** Whether the JVM and process metrics are registered yet: at the first scrape, not at start. */
@@ -88,6 +90,12 @@ public final class PrometheusMetrics implements Metrics {
             + " not_a_peer (the certificate names no node of the peer set), wrong_node (a node called answered with"
             + " another node's certificate), handshake (any other TLS failure).")
         .labelNames("reason").register(registry);
+    replicationBytes = Counter.builder().name("caravan_replication_sent_bytes_total")
+        .help("Bytes of replication streams this node sent, by volume and replica node.")
+        .labelNames("volume", "node").register(registry);
+    replicationFailures = Counter.builder().name("caravan_replication_failures_total")
+        .help("Replication rounds that did not bring a replica up to date, by volume and replica node.")
+        .labelNames("volume", "node").register(registry);
     // JvmMetrics is not registered here: it reads the platform MXBeans (java.lang.management and its
     // JMX machinery), about 0.2 s of a cold start's main thread before the CSI socket could open, for
     // figures nobody asks for until the first scrape (registeredRegistry).
@@ -229,6 +237,26 @@ public final class PrometheusMetrics implements Metrics {
     GaugeWithCallback.builder().name("caravan_peer_certificate_days_left")
         .help("Days until this node's peer certificate (--peer-tls-cert, as last read) expires; negative once it has.")
         .callback(cb -> cb.call(Duration.between(clock.instant(), notAfter.get()).toSeconds() / 86400.0))
+        .register(registry);
+  }
+
+  @Override
+  public void replicationSent(String volume, String node, long bytes) {
+    replicationBytes.labelValues(volume, node).inc(bytes);
+  }
+
+  @Override
+  public void replicationFailure(String volume, String node) {
+    replicationFailures.labelValues(volume, node).inc();
+  }
+
+  @Override
+  public void replicationLag(Supplier<java.util.Map<java.util.List<String>, Double>> lags) {
+    GaugeWithCallback.builder().name("caravan_replication_lag_seconds")
+        .help("Age of each replica of a volume this node owns: seconds since the start of the last replication round"
+            + " that brought it up to date (absent until one has, since this plugin started).")
+        .labelNames("volume", "node")
+        .callback(cb -> lags.get().forEach((key, seconds) -> cb.call(seconds, key.get(0), key.get(1))))
         .register(registry);
   }
 

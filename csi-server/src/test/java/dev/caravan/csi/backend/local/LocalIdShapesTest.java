@@ -38,6 +38,22 @@ class LocalIdShapesTest {
   }
 
   @Test
+  void aReplicasSnapshotIdNamesTheNodeHoldingItAndOnlyReplicationSnapshotsOfIt() {
+    String replica = "local/v1/n2/tank/caravan/rep-0123456789ab";
+    SnapshotId s = LocalIds.parseSnapshot("snapshot_id", replica + "@repl-1733360000000");
+    assertThat(LocalIds.isReplica(s)).isTrue();
+    assertThat(s.volume().node()).isEqualTo("n2");
+    assertThat(s.snapshot()).isEqualTo("tank/caravan/rep-0123456789ab@repl-1733360000000");
+    assertThat(CONTROLLER.snapshotOwner(s.id())).contains("n2");
+    // never a volume, and never a CSI snapshot's name on a replica, nor a replication snapshot on a volume
+    assertThat(CONTROLLER.volumeId(replica)).isInstanceOf(IdShape.NotOurs.class);
+    assertThat(CONTROLLER.snapshotId(replica + "@snap-x")).isInstanceOf(IdShape.NotOurs.class);
+    assertThat(CONTROLLER.snapshotId(LocalIds.volumeFor("n1", "tank", "caravan", "v").id() + "@repl-1"))
+        .isInstanceOf(IdShape.NotOurs.class);
+    assertThat(CONTROLLER.snapshotId("local/v1/n2/tank/caravan/rep-XYZ@repl-1")).isInstanceOf(IdShape.NotOurs.class);
+  }
+
+  @Test
   void everyOtherIdIsNeverIssuedAndSaysWhy() {
     String good = LocalIds.volumeFor("n1", "tank", "caravan", "v").id();
     Map<String, String> volumes = Map.ofEntries(

@@ -1,0 +1,327 @@
+package dev.caravan.csi.backend.local;
+
+import static dev.caravan.csi.backend.local.ZfsErrorsToCsi.guard;
+
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.Replication;
+import dev.caravan.csi.backend.ReplicationSettings;
+import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.storage.zfs.DatasetProperties;
+import dev.caravan.storage.zfs.ResumeToken;
+import dev.caravan.storage.zfs.StreamRefusedException;
+import dev.caravan.storage.zfs.Zfs;
+import dev.caravan.storage.zfs.ZfsStreams;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * Replication on the {@code local} backend. The owner's replication snapshots are ZFS snapshots of
+ * the zvol named {@code repl-<milliseconds>}: a CSI snapshot's short name is {@code snap-...}, so no
+ * CSI name produces one, and the volume's ListSnapshots never shows them. A replica is the dataset
+ * {@code <default pool>/<parent dataset>/rep-<hash of the volume id>} on the node that holds it,
+ * received with {@code readonly=on}, {@code volmode=none} and {@value #PROP_REPLICA_OF} (the volume
+ * id); it never carries the ownership marker, so nothing takes it for a volume, and only this class
+ * destroys it, one leaf at a time.
+ */
+final class LocalReplication implements Replication {
+  static final String SNAPSHOT_PREFIX = "repl-";
+  static final String REPLICA_PREFIX = "rep-";
+  static final String PROP_REPLICA_OF = "caravan:replica-of";
+
+  private final Zfs zfs;
+  private final LocalController controller;
+  private final LocalConfig config;
+  private final Clock clock;
+
+  LocalReplication(Zfs zfs, LocalController controller, LocalConfig config, Clock clock) {
+    this.zfs = zfs;
+    this.controller = controller;
+    this.config = config;
+    this.clock = clock;
+  }
+
+  private volatile boolean attached;
+
+  @Override
+  public void attach() {
+    attached = true;
+  }
+
+  boolean attached() {
+    return attached;
+  }
+
+  @Override
+  public Map<String, ReplicationSettings> replicated() {
+    return guard(() -> {
+      Map<String, ReplicationSettings> out = new TreeMap<>();
+      for (VolumeId v : controller.ownVolumes()) {
+        controller.managedVolume(v).flatMap(LocalReplication::settingsOf).ifPresent(r -> out.put(v.id(), r));
+      }
+      return out;
+    });
+  }
+
+  @Override
+  public Optional<ReplicationSettings> settings(String volumeId) {
+    return guard(() -> {
+      VolumeId v = controller.own("volume_id", volumeId);
+      if (!controller.inScope(v)) {
+        return Optional.empty();
+      }
+      return controller.managedVolume(v).map(p -> settingsOf(p).orElse(ReplicationSettings.NONE));
+    });
+  }
+
+  /** The settings recorded on a volume, when it is replicated. */
+  private static Optional<ReplicationSettings> settingsOf(DatasetProperties p) {
+    Optional<String> replicas = p.userProperty(LocalController.PROP_REPLICAS);
+    if (replicas.isEmpty()) {
+      return Optional.empty();
+    }
+    Map<String, String> asked = new TreeMap<>();
+    asked.put(ReplicationSettings.REPLICAS, replicas.get());
+    p.userProperty(LocalController.PROP_REPLICATION_INTERVAL).ifPresent(i -> asked.put(ReplicationSettings.INTERVAL, i));
+    p.userProperty(LocalController.PROP_REPLICA_NODES).ifPresent(n -> asked.put(ReplicationSettings.NODES, n));
+    return Optional.of(ReplicationSettings.parse(asked)).filter(ReplicationSettings::on);
+  }
+
+  static boolean isReplicationSnapshot(String shortName) {
+    return shortName.startsWith(SNAPSHOT_PREFIX);
+  }
+
+  // ---- the owner's side ----
+
+  private VolumeId ownedVolume(String volumeId) {
+    VolumeId v = controller.own("volume_id", volumeId);
+    if (!controller.inScope(v) || controller.managedVolume(v).isEmpty()) {
+      throw CsiException.notFound("volume_id " + volumeId + " does not exist");
+    }
+    return v;
+  }
+
+  @Override
+  public List<Point> replicationSnapshots(String volumeId) {
+    return guard(() -> points(ownedVolume(volumeId).dataset()));
+  }
+
+  private List<Point> points(String dataset) {
+    List<Point> out = new ArrayList<>();
+    for (String full : zfs.snapshots(dataset)) {
+      String shortName = full.substring(full.indexOf('@') + 1);
+      if (isReplicationSnapshot(shortName)) {
+        out.add(new Point(shortName, zfs.properties(full).guid()));
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public Point takeReplicationSnapshot(String volumeId) {
+    return guard(() -> {
+      VolumeId v = ownedVolume(volumeId);
+      long millis = clock.millis();
+      List<Point> existing = points(v.dataset());
+      if (!existing.isEmpty()) {
+        // Names sort as they were taken, also when the clock steps back.
+        millis = Math.max(millis, Long.parseLong(existing.getLast().name().substring(SNAPSHOT_PREFIX.length())) + 1);
+      }
+      String name = SNAPSHOT_PREFIX + millis;
+      // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
+      controller.snapshotMaybeFrozen(v.dataset(), name, Map.of(LocalController.PROP_NAME, "replication of " + volumeId),
+          config.freezeOnSnapshot());
+      return new Point(name, zfs.properties(v.dataset() + "@" + name).guid());
+    });
+  }
+
+  @Override
+  public long send(String volumeId, Optional<String> from, String to, OutputStream out) throws IOException {
+    String dataset = guard(() -> ownedVolume(volumeId).dataset());
+    ZfsStreams streams = zfs.streams();
+    return io(() -> (from.isPresent()
+        ? streams.incremental(dataset + "@" + from.get(), dataset + "@" + to)
+        : streams.full(dataset + "@" + to)).writeTo(out));
+  }
+
+  @Override
+  public long resume(String volumeId, String token, OutputStream out) throws IOException {
+    ResumeToken parsed = parse(token);
+    String dataset = guard(() -> ownedVolume(volumeId).dataset());
+    if (!dataset.equals(parsed.snapshot().substring(0, parsed.snapshot().indexOf('@')))) {
+      throw CsiException.invalid("resume_token is of " + parsed.snapshot() + ", not of volume " + volumeId);
+    }
+    try {
+      return io(() -> zfs.streams().resume(parsed).writeTo(out));
+    } catch (CsiException e) {
+      if (e.getCause() instanceof StreamRefusedException) {
+        throw CsiException.failedPrecondition(e.getMessage());
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public String resumedSnapshot(String token) {
+    String snapshot = parse(token).snapshot();
+    return snapshot.substring(snapshot.indexOf('@') + 1);
+  }
+
+  private static ResumeToken parse(String token) {
+    try {
+      return ResumeToken.parse(token);
+    } catch (RuntimeException e) {
+      throw CsiException.invalid("resume_token is not a ZFS resume token: " + e.getMessage());
+    }
+  }
+
+  @Override
+  public void prune(String volumeId, Set<Long> keep) {
+    guard(() -> {
+      VolumeId v = ownedVolume(volumeId);
+      for (Point p : points(v.dataset())) {
+        if (!keep.contains(p.guid())) {
+          zfs.destroySnapshot(v.dataset() + "@" + p.name());
+        }
+      }
+      return null;
+    });
+  }
+
+  /** Destroys every replication snapshot of a volume about to be deleted, one at a time. */
+  void destroyAll(String dataset) {
+    for (String full : zfs.snapshots(dataset)) {
+      if (isReplicationSnapshot(full.substring(full.indexOf('@') + 1))) {
+        zfs.destroySnapshot(full);
+      }
+    }
+  }
+
+  // ---- a replica's side ----
+
+  /** The replica dataset of a volume on this node. */
+  String replicaDataset(String volumeId) {
+    LocalIds.parseVolume("volume_id", volumeId);
+    return config.parentIn(config.defaultPool()) + "/" + REPLICA_PREFIX + IdRules.nameHash(volumeId);
+  }
+
+  private Optional<DatasetProperties> replica(String volumeId) {
+    String dataset = replicaDataset(volumeId);
+    Optional<DatasetProperties> found = controller.find(dataset);
+    if (found.isPresent() && !found.get().userProperty(PROP_REPLICA_OF).orElse("").equals(volumeId)
+        && found.get().receiveResumeToken().isEmpty()) {
+      throw CsiException.failedPrecondition(dataset + " exists and is not the replica of " + volumeId
+          + " (its " + PROP_REPLICA_OF + " is " + found.get().userProperty(PROP_REPLICA_OF).orElse("absent")
+          + "); it is left untouched");
+    }
+    return found;
+  }
+
+  @Override
+  public ReplicaState replicaState(String volumeId) {
+    return guard(() -> {
+      Optional<DatasetProperties> found = replica(volumeId);
+      if (found.isEmpty()) {
+        return new ReplicaState(false, Optional.empty(), Optional.empty());
+      }
+      String dataset = replicaDataset(volumeId);
+      Optional<String> token = zfs.streams().resumeToken(dataset).map(ResumeToken::text);
+      List<String> snapshots = zfs.snapshots(dataset);
+      Optional<Point> newest = snapshots.isEmpty() ? Optional.empty()
+          : Optional.of(new Point(snapshots.getLast().substring(snapshots.getLast().indexOf('@') + 1),
+              zfs.properties(snapshots.getLast()).guid()));
+      return new ReplicaState(true, newest, token);
+    });
+  }
+
+  @Override
+  public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException {
+    if (!isReplicationSnapshot(snapshot) || snapshot.contains("@") || snapshot.contains("/")) {
+      throw CsiException.invalid("snapshot '" + IdRules.printable(snapshot) + "' is not a replication snapshot's name");
+    }
+    String dataset = replicaDataset(volumeId);
+    if (kind == StreamKind.FULL) {
+      deleteReplica(volumeId); // a replica that needs a full stream is replaced, not kept beside it
+    }
+    ZfsStreams.Received received = io(() -> zfs.streams().receive(dataset + "@" + snapshot, in,
+        Map.of(PROP_REPLICA_OF, volumeId)));
+    guard(() -> {
+      for (String full : zfs.snapshots(dataset)) {
+        if (!full.equals(received.snapshot())) {
+          zfs.streams().destroyReplicaSnapshot(full, PROP_REPLICA_OF);
+        }
+      }
+      return null;
+    });
+    return new Point(snapshot, received.guid());
+  }
+
+  @Override
+  public boolean deleteReplica(String volumeId) {
+    return guard(() -> {
+      String dataset = replicaDataset(volumeId);
+      if (replica(volumeId).isEmpty()) {
+        return false;
+      }
+      zfs.streams().abortPartialReceive(dataset);
+      if (!zfs.exists(dataset)) {
+        return true; // it held only a full receive's partial state
+      }
+      for (String full : zfs.snapshots(dataset)) {
+        zfs.streams().destroyReplicaSnapshot(full, PROP_REPLICA_OF);
+      }
+      zfs.streams().destroyReplica(dataset, PROP_REPLICA_OF);
+      return true;
+    });
+  }
+
+  @Override
+  public Set<String> replicas() {
+    return guard(() -> {
+      Set<String> out = new TreeSet<>();
+      for (String pool : config.pools()) {
+        String parent = config.parentIn(pool);
+        if (zfs.pool(pool).isEmpty() || !zfs.exists(parent)) {
+          continue;
+        }
+        for (String child : zfs.children(parent)) {
+          if (child.substring(parent.length() + 1).startsWith(REPLICA_PREFIX)) {
+            zfs.properties(child).userProperty(PROP_REPLICA_OF).ifPresent(out::add);
+          }
+        }
+      }
+      return out;
+    });
+  }
+
+  /** A step that reads or writes a stream. */
+  private interface IoBody<T> {
+    T run() throws IOException;
+  }
+
+  /** A ZFS failure as the CSI status it maps to; an I/O failure of the stream passes through. */
+  private static <T> T io(IoBody<T> body) throws IOException {
+    IOException[] failed = new IOException[1];
+    T out = guard(() -> {
+      try {
+        return body.run();
+      } catch (IOException e) {
+        failed[0] = e;
+        return null;
+      }
+    });
+    if (failed[0] != null) {
+      throw failed[0];
+    }
+    return out;
+  }
+}

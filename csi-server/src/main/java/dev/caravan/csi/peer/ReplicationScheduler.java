@@ -1,0 +1,170 @@
+package dev.caravan.csi.peer;
+
+import dev.caravan.csi.backend.Replication;
+import dev.caravan.csi.backend.ReplicationSettings;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import dev.caravan.csi.observe.metrics.Metrics;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Brings every replicated volume this node owns up to date on its replica nodes, once per its
+ * interval: one round per volume at a time, each replica node in turn ({@link Replicator}). Which
+ * volumes are replicated, and where, is read from the volumes themselves at every tick, so a
+ * restarted plugin carries on where the last one stopped; only the time of each volume's next round
+ * is kept in memory (after a restart the first round is at once). After a round in which every
+ * replica node answered, the owner's replication snapshots that no replica needs are destroyed: each
+ * replica's newest, and what an interrupted stream needs to resume, are kept.
+ */
+final class ReplicationScheduler implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(ReplicationScheduler.class.getName());
+  static final Duration TICK = Duration.ofSeconds(1);
+
+  private final Replication local;
+  private final Replicator replicator;
+  private final Clock clock;
+  private final ScheduledExecutorService timer;
+  private final ExecutorService rounds = Executors.newVirtualThreadPerTaskExecutor();
+  private final Map<String, Instant> next = new ConcurrentHashMap<>();
+  private final Set<String> running = ConcurrentHashMap.newKeySet();
+  private final Set<String> held = ConcurrentHashMap.newKeySet();
+  private final Object roundEnded = new Object();
+  /** (volume, node) to when the last round that brought that replica up to date started. */
+  private final Map<List<String>, Instant> upToDate = new ConcurrentHashMap<>();
+  private volatile Metrics metrics = Metrics.NONE;
+
+  ReplicationScheduler(Replication local, Replicator replicator, Clock clock) {
+    this.local = local;
+    this.replicator = replicator;
+    this.clock = clock;
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "caravan-replication");
+      t.setDaemon(true);
+      return t;
+    });
+  }
+
+  /** Where bytes sent, failures and each replica's age are counted. */
+  void observe(Metrics m) {
+    this.metrics = m;
+    m.replicationLag(() -> {
+      Instant now = clock.instant();
+      Map<List<String>, Double> out = new TreeMap<>(Comparator.comparing((List<String> k) -> k.get(0))
+          .thenComparing(k -> k.get(1)));
+      upToDate.forEach((k, at) -> out.put(k, Duration.between(at, now).toMillis() / 1000.0));
+      return out;
+    });
+  }
+
+  void start() {
+    // tick logs its own failures: nothing to collect from the future.
+    ScheduledFuture<?> unused =
+        timer.scheduleWithFixedDelay(this::tick, TICK.toMillis(), TICK.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private void tick() {
+    Map<String, ReplicationSettings> volumes;
+    try {
+      volumes = local.replicated();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "cannot list the replicated volumes: {0}", e.getMessage());
+      return;
+    }
+    next.keySet().retainAll(volumes.keySet());
+    upToDate.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
+    Instant now = clock.instant();
+    for (Map.Entry<String, ReplicationSettings> e : volumes.entrySet()) {
+      String id = e.getKey();
+      if (held.contains(id) || next.getOrDefault(id, now).isAfter(now) || !running.add(id)) {
+        continue;
+      }
+      next.put(id, now.plus(e.getValue().interval()));
+      rounds.execute(() -> {
+        try {
+          if (!held.contains(id)) {
+            round(id, e.getValue());
+          }
+        } finally {
+          running.remove(id);
+          synchronized (roundEnded) {
+            roundEnded.notifyAll();
+          }
+        }
+      });
+    }
+  }
+
+  private void round(String id, ReplicationSettings settings) {
+    try {
+      List<Replicator.Attempt> attempts = new ArrayList<>();
+      for (String node : settings.nodes()) {
+        Instant started = clock.instant();
+        Replicator.Attempt a = replicator.replicate(id, node);
+        attempts.add(a);
+        if (a.bytes() > 0) {
+          metrics.replicationSent(id, node, a.bytes());
+        }
+        if (a.failure().isPresent()) {
+          metrics.replicationFailure(id, node);
+          LOG.log(System.Logger.Level.WARNING, "replication of {0} to node {1} failed; the next round tries again:"
+              + " {2}", id, node, a.failure().get().getMessage());
+        } else {
+          upToDate.put(List.of(id, node), started);
+        }
+      }
+      if (attempts.stream().allMatch(Replicator.Attempt::known)) {
+        Set<Long> keep = new HashSet<>();
+        for (Replicator.Attempt a : attempts) {
+          a.shared().ifPresent(keep::add);
+          a.inFlight().ifPresent(keep::add);
+        }
+        local.prune(id, keep);
+      }
+    } catch (RuntimeException e) {
+      // The volume deleted meanwhile, its pool gone: the next tick sees it.
+      LOG.log(System.Logger.Level.WARNING, "replication round of {0} failed: {1}", id, e.getMessage());
+    }
+  }
+
+  /**
+   * Starts no round of the volume until {@link #release}, and waits for the one running to end (for
+   * {@link Replicator#STREAM_DEADLINE} at most): a volume being deleted is neither snapshotted nor sent.
+   */
+  void hold(String volumeId) {
+    held.add(volumeId);
+    long end = System.nanoTime() + Replicator.STREAM_DEADLINE.toNanos();
+    synchronized (roundEnded) {
+      while (running.contains(volumeId) && System.nanoTime() < end) {
+        try {
+          roundEnded.wait(1000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    }
+  }
+
+  void release(String volumeId) {
+    held.remove(volumeId);
+  }
+
+  @Override
+  public void close() {
+    timer.shutdownNow();
+    rounds.shutdownNow();
+  }
+}

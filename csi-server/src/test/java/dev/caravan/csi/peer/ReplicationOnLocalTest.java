@@ -1,0 +1,318 @@
+package dev.caravan.csi.peer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.ListSnapshotsRequest;
+import dev.caravan.csi.v1.ListSnapshotsResponse;
+import dev.caravan.csi.v1.Snapshot;
+import dev.caravan.csi.v1.VolumeContentSource;
+import io.grpc.Status;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.storage.testing.HostRequirements;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Replication of {@code local} volumes between two plugin instances in the guest of {@code
+ * scripts/guest-suite}, each on a ZFS pool of its own ({@link GuestPools}), peers on loopback mTLS. The
+ * {@code zfs} command is the oracle: which pool holds what, and the GUID of every snapshot (a received
+ * snapshot has its source's GUID). One cluster serves every test, to keep the guest's time down.
+ */
+class ReplicationOnLocalTest {
+  private static final long MIB = 1L << 20;
+  private static final List<String> NODES = List.of("n1", "n2");
+
+  private static final java.util.Set<String> LOST = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static GuestPools pools;
+  private static PeerCluster cluster;
+
+  @BeforeAll
+  static void start() throws Exception {
+    if (HostRequirements.whyNoZfs().isPresent()) {
+      return; // each test is skipped, with the reason, in needZfs()
+    }
+    pools = new GuestPools(NODES, 1L << 30);
+    Map<String, Long> reserves = new LinkedHashMap<>();
+    NODES.forEach(n -> reserves.put(n, 0L));
+    // n2's view of its peers follows LOST: a lost node leaves the peer set, as discovery drops it.
+    cluster = PeerCluster.start(reserves, (self, others) -> () -> {
+      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
+      seen.keySet().removeAll(LOST);
+      return seen;
+    }, pools);
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    try {
+      if (cluster != null) {
+        cluster.close();
+      }
+    } finally {
+      if (pools != null) {
+        pools.close();
+      }
+    }
+  }
+
+  @BeforeEach
+  void needZfs() {
+    Optional<String> why = HostRequirements.whyNoZfs();
+    assumeTrue(why.isEmpty(), () -> "replication of local volumes " + why.orElse(""));
+  }
+
+  @AfterEach
+  void nothingLeft() {
+    if (cluster == null) {
+      return;
+    }
+    for (String n : NODES) {
+      assertThat(pools.objects(n)).as("what node %s's pool holds after the test", n).isEmpty();
+    }
+  }
+
+  static String dataset(String volumeId) {
+    String rest = volumeId.substring("local/v1/".length());
+    return rest.substring(rest.indexOf('/') + 1);
+  }
+
+  static Replicator replicator(String node) {
+    return cluster.node(node).plugin.peering().orElseThrow().replicator().orElseThrow();
+  }
+
+  /** Writes {@code bytes} of seeded random data at {@code offset} of the zvol's device, synced. */
+  static void write(String dataset, long offset, int bytes, long seed) throws Exception {
+    Path device = Path.of("/dev/zvol/" + dataset);
+    waitFor(Duration.ofSeconds(30), () -> Files.exists(device), "the device of " + dataset);
+    byte[] data = new byte[bytes];
+    new Random(seed).nextBytes(data);
+    try (RandomAccessFile f = new RandomAccessFile(device.toFile(), "rw")) {
+      f.seek(offset);
+      f.write(data);
+      f.getFD().sync();
+    }
+  }
+
+  /** SHA-256 of the first {@code bytes} of the zvol's device. */
+  static String digest(String dataset, int bytes) throws Exception {
+    Path device = Path.of("/dev/zvol/" + dataset);
+    waitFor(Duration.ofSeconds(30), () -> Files.exists(device), "the device of " + dataset);
+    byte[] data = new byte[bytes];
+    try (RandomAccessFile f = new RandomAccessFile(device.toFile(), "r")) {
+      f.readFully(data);
+    }
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+  }
+
+  /**
+   * Polls twice a second: each poll runs zfs, and a process start is costly in the emulated guest,
+   * where it competes with the replication it waits for.
+   */
+  static void waitFor(Duration bound, BooleanSupplier condition, String what) throws InterruptedException {
+    long end = System.nanoTime() + bound.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("waited " + bound + " for " + what);
+      }
+      Thread.sleep(500);
+    }
+  }
+
+  /** The snapshots of {@code dataset}; none while it does not exist. */
+  static List<String> snapshotsOf(String dataset) {
+    try {
+      return GuestPools.run("zfs", "list", "-H", "-o", "name", "-t", "snapshot", dataset).lines().toList();
+    } catch (AssertionError e) {
+      return List.of();
+    }
+  }
+
+  /** {@code zfs get} of a property, or {@code absent} while the dataset does not exist. */
+  static String getOr(String property, String dataset, String absent) {
+    try {
+      return get(property, dataset);
+    } catch (AssertionError e) {
+      return absent;
+    }
+  }
+
+  /** The replica datasets below node's parent dataset. */
+  static List<String> replicas(String node) {
+    return pools.objects(node).stream().filter(o -> o.contains("/rep-") && !o.contains("@")).toList();
+  }
+
+  static String get(String property, String dataset) {
+    return GuestPools.run("zfs", "get", "-H", "-o", "value", property, dataset);
+  }
+
+  /** The newest snapshot of {@code dataset}, by creation. */
+  static String newestSnapshot(String dataset) {
+    String out = GuestPools.run("zfs", "list", "-H", "-o", "name", "-t", "snapshot", "-s", "createtxg", dataset);
+    List<String> lines = out.lines().toList();
+    return lines.getLast();
+  }
+
+  /** The lines of {@code node}'s metrics that start with {@code prefix}. */
+  static List<String> metricLines(String node, String prefix) throws IOException {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ((dev.caravan.csi.observe.metrics.PrometheusMetrics) cluster.node(node).plugin.observability().metrics()).write(out);
+    return out.toString(java.nio.charset.StandardCharsets.UTF_8).lines().filter(l -> l.startsWith(prefix)).toList();
+  }
+
+  /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
+  static final class CutAfter extends FilterOutputStream {
+    private long left;
+
+    CutAfter(OutputStream out, long limit) {
+      super(out);
+      this.left = limit;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      if (len > left) {
+        out.write(b, off, (int) left);
+        left = 0;
+        throw new IOException("cut by the test");
+      }
+      left -= len;
+      out.write(b, off, len);
+    }
+  }
+
+  @Test
+  void aCutStreamResumesThenIncrementalsFollowAndTheReplicaGoesOnlyWithItsDeletion() throws Exception {
+    Volume v = cluster.csi("n2").createVolume(PeersTest.create("replicated", "n1", 64 * MIB)).getVolume();
+    String id = v.getVolumeId();
+    String ds = dataset(id);
+    write(ds, 0, (int) (8 * MIB), 1);
+
+    Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 2 * MIB));
+    assertThat(cut.failure()).as("the cut attempt's failure").isPresent();
+    String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
+    waitFor(Duration.ofSeconds(30), () -> !getOr("receive_resume_token", replica, "-").equals("-"),
+        "a resumable partial receive on n2");
+
+    Replicator.Attempt resumed = replicator("n1").replicate(id, "n2");
+    assertThat(resumed.failure()).as("the resumed attempt's failure").isEmpty();
+    assertThat(get("receive_resume_token", replica)).isEqualTo("-");
+    String onReplica = newestSnapshot(replica);
+    String name = onReplica.substring(onReplica.indexOf('@') + 1);
+    assertThat(name).startsWith("repl-");
+    assertThat(get("guid", onReplica)).isEqualTo(get("guid", ds + "@" + name));
+    assertThat(get("readonly", replica)).isEqualTo("on");
+    assertThat(get("volmode", replica)).isEqualTo("none");
+    assertThat(get("caravan:replica-of", replica)).isEqualTo(id);
+
+    write(ds, 30 * MIB, (int) MIB, 2);
+    Replicator.Attempt incremental = replicator("n1").replicate(id, "n2");
+    assertThat(incremental.failure()).isEmpty();
+    assertThat(incremental.bytes()).as("an incremental's bytes").isLessThan(4 * MIB);
+    String newest = newestSnapshot(replica);
+    assertThat(newest).isNotEqualTo(onReplica);
+    assertThat(get("guid", newest)).isEqualTo(get("guid", ds + newest.substring(newest.indexOf('@'))));
+    assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica + "@")).toList())
+        .as("the replica keeps only its newest replication snapshot").containsExactly(newest);
+
+    // Only the owner's certificate acts on a replica: n2 asking n1 about a volume of a third node is refused.
+    String notN2s = id.replace("local/v1/n1/", "local/v1/n3/");
+    Replicator.Attempt foreign = replicator("n2").replicate(notN2s, "n1");
+    assertThat(foreign.failure()).get().satisfies(f ->
+        assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
+
+    assertThat(replicator("n1").deleteReplica(id, "n2")).isTrue();
+    assertThat(replicas("n2")).isEmpty();
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+  }
+
+  @Test
+  void aReplicatedVolumeIsRestoredOnItsReplicaNodeAfterTheOwnerIsLost() throws Exception {
+    CreateVolumeRequest tooMany = PeersTest.create("protected", "n1", 64 * MIB).toBuilder()
+        .putParameters("replicas", "2").build();
+    assertThat(GrpcOutcomes.code(() -> cluster.csi("n2").createVolume(tooMany)))
+        .isEqualTo(Status.Code.INVALID_ARGUMENT);
+    CreateVolumeRequest ownNode = PeersTest.create("protected", "n1", 64 * MIB).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicaNodes", "n1").build();
+    assertThat(GrpcOutcomes.code(() -> cluster.csi("n2").createVolume(ownNode)))
+        .isEqualTo(Status.Code.INVALID_ARGUMENT);
+
+    CreateVolumeRequest req = PeersTest.create("protected", "n1", 64 * MIB).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicationInterval", "5s").build();
+    Volume v = cluster.csi("n2").createVolume(req).getVolume();
+    String id = v.getVolumeId();
+    String ds = dataset(id);
+    assertThat(get("caravan:replica-nodes", ds)).isEqualTo("n2");
+    write(ds, 0, (int) (4 * MIB), 3);
+    long written = System.currentTimeMillis();
+    String before = digest(ds, (int) (4 * MIB));
+
+    // A replica snapshot taken after the write: its name is the owner's clock when it was taken.
+    String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
+    waitFor(Duration.ofSeconds(60), () -> snapshotsOf(replica).stream()
+        .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > written), "a replica newer than the write");
+    assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@")).count())
+        .as("the owner's replication snapshots after pruning").isLessThanOrEqualTo(2);
+    assertThat(cluster.csi("n1").listSnapshots(ListSnapshotsRequest.newBuilder().build()).getEntriesList().stream()
+        .filter(e -> e.getSnapshot().getSnapshotId().startsWith(id + "@")).toList())
+        .as("the owner's replication snapshots are not the volume's CSI snapshots").isEmpty();
+
+    String labels = "node=\"n2\",volume=\"" + id + "\""; // the exposition sorts labels by name
+    assertThat(cluster.metric("n1", "caravan_replication_sent_bytes_total", labels))
+        .as("bytes sent to n2").isGreaterThanOrEqualTo(4 * MIB);
+    assertThat(metricLines("n1", "caravan_replication_lag_seconds{" + labels + "} "))
+        .as("n2's replica's age").singleElement().satisfies(l ->
+            assertThat(Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).isBetween(0.0, 60.0));
+
+    // The owner is lost: its plugin stops and its pool is gone; discovery no longer lists it.
+    cluster.stopNode("n1");
+    pools.export("n1");
+    LOST.add("n1");
+    try {
+      List<ListSnapshotsResponse.Entry> listed = cluster.csi("n2").listSnapshots(
+          ListSnapshotsRequest.newBuilder().setSourceVolumeId(id).build()).getEntriesList();
+      assertThat(listed).hasSize(1);
+      Snapshot replicaSnapshot = listed.getFirst().getSnapshot();
+      assertThat(replicaSnapshot.getSnapshotId()).startsWith("local/v1/n2/");
+      assertThat(replicaSnapshot.getReadyToUse()).isTrue();
+
+      Volume restored = cluster.csi("n2").createVolume(PeersTest.create("restored", "auto", 64 * MIB).toBuilder()
+          .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+              VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(replicaSnapshot.getSnapshotId())))
+          .build()).getVolume();
+      assertThat(PeersTest.nodeOf(restored)).isEqualTo("n2");
+      assertThat(digest(dataset(restored.getVolumeId()), (int) (4 * MIB)))
+          .as("the restored volume holds every byte written before the replica's snapshot").isEqualTo(before);
+      cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
+    } finally {
+      LOST.remove("n1");
+      pools.reimport("n1");
+      cluster.startNode("n1");
+    }
+
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    assertThat(replicas("n2")).as("the replica goes with its volume").isEmpty();
+  }
+}
