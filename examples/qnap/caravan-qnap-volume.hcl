@@ -45,4 +45,7 @@ parameters {
 # With encryption = "on", the passphrase too (8 to 512 bytes; render the file from your secret store):
 # secrets {
 #   encryptionPassphrase = "..."
+#   # To rotate (docs/encryption.md): the new passphrase above, the current one here, then
+#   # `nomad volume register` this file; the next stage changes the passphrase. Remove this line after.
+#   # encryptionPassphrasePrevious = "..."
 # }

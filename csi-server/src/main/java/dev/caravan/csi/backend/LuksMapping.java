@@ -24,6 +24,8 @@ import java.util.function.Predicate;
  * @param name the mapping's name, {@code caravan-} and a digest ({@link Luks2#mappingName})
  */
 public record LuksMapping(VolumeRef volume, String name) {
+  private static final System.Logger LOG = System.getLogger(LuksMapping.class.getName());
+
   /** Where device-mapper's nodes are: a mapping's device, and a multipath map's, are here. */
   public static final Path MAPPER = Path.of("/dev/mapper");
 
@@ -73,6 +75,68 @@ public record LuksMapping(VolumeRef volume, String name) {
    */
   public Path openOn(Path device, Passphrase key) {
     return Luks2.open(device, name, key.bytes());
+  }
+
+  /**
+   * Opens the mapping over {@code device} as a stage does, rotating the passphrase when the stage's
+   * secrets ask for it. With {@code key}: opened, and a rotation a crash cut short (the new key slot
+   * added, the previous one's not yet destroyed) is finished ({@link #finishRotationOn}). When {@code
+   * key} opens no key slot and {@code previous} is given, the volume's passphrase becomes {@code key}
+   * ({@link #rotateOn}) and the mapping is opened with it.
+   *
+   * @param afterSlotAdded run between adding {@code key}'s slot and destroying {@code previous}'s:
+   *     the caller's crash point, a string literal in the caller's own source
+   * @throws CsiException UNAUTHENTICATED when {@code key} does not open the volume and no {@code
+   *     previous} is given, or when neither does (then nothing is changed)
+   */
+  public Path openRotatingOn(Path device, Passphrase key, Optional<Passphrase> previous, KeySlotCost cost,
+      Runnable afterSlotAdded) {
+    Path mapped;
+    try {
+      mapped = openOn(device, key);
+    } catch (WrongPassphraseException e) {
+      if (previous.isEmpty()) {
+        throw Encryption.wrongPassphrase(volume.volumeId());
+      }
+      rotateOn(device, previous.get(), key, cost, afterSlotAdded);
+      return openOn(device, key);
+    }
+    previous.ifPresent(p -> finishRotationOn(device, p, key));
+    return mapped;
+  }
+
+  /**
+   * Sets {@code key} as the passphrase of the LUKS2 header on {@code device} in place of {@code
+   * previous}: a key slot for {@code key} is added first, of the work {@code cost} asks for, then
+   * {@code previous}'s slot is destroyed, so that one of the two opens the volume at every moment.
+   * Only the header changes: no mapping is opened.
+   *
+   * @param afterSlotAdded run once both slots are there, before {@code previous}'s is destroyed
+   * @throws CsiException UNAUTHENTICATED naming both secrets, with nothing changed, when {@code
+   *     previous} opens no key slot either
+   */
+  public void rotateOn(Path device, Passphrase previous, Passphrase key, KeySlotCost cost, Runnable afterSlotAdded) {
+    try {
+      Luks2.addPassphrase(device, previous.bytes(), key.bytes(), cost);
+    } catch (WrongPassphraseException e) {
+      throw Encryption.wrongPassphrases(volume.volumeId());
+    }
+    afterSlotAdded.run();
+    Luks2.removePassphrase(device, previous.bytes(), key.bytes());
+    LOG.log(System.Logger.Level.INFO, "volume {0}: its passphrase is now secrets.{1}", volume.volumeId(),
+        Encryption.SECRET);
+  }
+
+  /**
+   * Finishes a rotation a crash cut short, once {@code key} is known to open the header on {@code
+   * device}: while the header holds more than one key slot, destroys the slot {@code previous} opens,
+   * if any. With one key slot there is nothing to finish (and nothing is read but the slot list).
+   */
+  public void finishRotationOn(Path device, Passphrase previous, Passphrase key) {
+    if (Luks2.keySlots(device).size() > 1 && Luks2.removePassphrase(device, previous.bytes(), key.bytes())) {
+      LOG.log(System.Logger.Level.INFO, "volume {0}: the key slot of secrets.{1} is destroyed", volume.volumeId(),
+          Encryption.PREVIOUS_SECRET);
+    }
   }
 
   /** The mapping as device-mapper has it, when it is open. */

@@ -404,7 +404,9 @@ public abstract class KillConformance {
       // qnap, encrypted: LUKS2 written on the empty multipath map before the mapping opens; the mapping
       // closed before the map is flushed and the sessions logged out
       killEncrypted("qnap.attach.after-luks-format", Where.QNAP, Operation.STAGE),
-      killEncrypted("qnap.detach.after-luks-close", Where.QNAP, Operation.UNSTAGE));
+      killEncrypted("qnap.detach.after-luks-close", Where.QNAP, Operation.UNSTAGE),
+      // qnap, encrypted, rotating: the new passphrase's key slot added on the map before the previous one's is destroyed
+      killEncrypted("qnap.attach.after-luks-add-slot", Where.QNAP, Operation.ROTATE_STAGE));
 
   /** How long the interrupted call, and then the process's death, may take (minutes under TCG). */
   private static final long CALL_SECONDS = 600;

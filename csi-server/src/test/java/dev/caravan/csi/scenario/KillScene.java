@@ -158,16 +158,21 @@ final class KillScene {
    */
   void stage(String name) throws IOException {
     Volume v = volume(name);
-    if (f.backend.publishes() && !fenced.contains(name)) {
-      f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-          .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
-      fenced.add(name);
-    }
+    fence(name, v);
     NodeStageVolumeRequest.Builder req = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())
         .setVolumeCapability(cap).putAllSecrets(secrets());
     f.node.nodeStageVolume(req.build());
     staged.put(name, staging(name));
+  }
+
+  /** Where ControllerPublish is the fence (qnap), admits this node to {@code name} unless it is already. */
+  private void fence(String name, Volume v) {
+    if (f.backend.publishes() && !fenced.contains(name)) {
+      f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+          .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
+      fenced.add(name);
+    }
   }
 
   /** Whether this case's volumes are encrypted: an encrypted case, or a backend that encrypts every volume. */
@@ -199,10 +204,13 @@ final class KillScene {
 
   /**
    * The unstaged volume {@code name} refuses a stage with only the passphrase it was made with
-   * (UNAUTHENTICATED): the rotation took, and nothing is left staged by the refusal.
+   * (UNAUTHENTICATED): the rotation took, and nothing is left staged by the refusal. Where
+   * ControllerPublish is the fence, the node is admitted first, so that the refusal is the
+   * passphrase's and not the fence's.
    */
   void expectFirstPassphraseRefused(String name) throws IOException {
     Volume v = volume(name);
+    fence(name, v);
     String first = encrypted ? PASSPHRASE : TestBackend.ENCRYPTION_PASSPHRASE;
     NodeStageVolumeRequest req = NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .putAllVolumeContext(v.getVolumeContextMap()).setStagingTargetPath(staging(name).toString())

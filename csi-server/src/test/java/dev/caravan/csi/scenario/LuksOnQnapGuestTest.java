@@ -49,11 +49,15 @@ import org.junit.jupiter.api.Test;
  * target never hold the plaintext, a wrong or missing passphrase stages nothing and leaves no session,
  * the right one reads the data back, the volume grows through ControllerExpandVolume and
  * NodeExpandVolume, and a LUN that holds a filesystem is never formatted as LUKS2. {@code caravan
- * inspect} shows the mapping as the volume's device, open over the map, and closed after unstage.
+ * inspect} shows the mapping as the volume's device, open over the map, and closed after unstage. A
+ * stage whose secrets rotate the passphrase makes the new one the LUKS2 header's only key slot; one
+ * whose previous passphrase is wrong too changes nothing.
  */
 class LuksOnQnapGuestTest {
   private static final String PASSPHRASE = "qnap-luks-e2e-passphrase-Hw27";
   private static final String SECRET = "encryptionPassphrase";
+  private static final String ROTATED = "qnap-luks-e2e-rotated-Vb58";
+  private static final String PREVIOUS = "encryptionPassphrasePrevious";
   private static final long GIB = 1L << 30;
   private static final byte[] LUKS_MAGIC = {'L', 'U', 'K', 'S', (byte) 0xba, (byte) 0xbe};
 
@@ -123,7 +127,7 @@ class LuksOnQnapGuestTest {
   }
 
   @Test
-  void stagesOnAMappingOverTheMapKeepsOnlyCiphertextOnTheLunRefusesAWrongPassphraseAndGrows() throws IOException {
+  void stagesOnAMappingOverTheMapKeepsOnlyCiphertextOnTheLunRefusesAWrongPassphraseRotatesAndGrows() throws IOException {
     Volume v = create("secret-vol", true);
     assertThat(v.getVolumeContextMap()).containsEntry("encryption", "on");
     assertThat(v.getCapacityBytes()).isEqualTo(2 * GIB - Luks2.HEADER_BYTES);
@@ -182,17 +186,39 @@ class LuksOnQnapGuestTest {
     assertThat(missing.getStatus().getDescription()).contains("secrets." + SECRET);
     assertThat(Iscsi.system().sessions()).noneMatch(s -> s.target().equals(iqn));
 
-    stage(v, staging, Map.of(SECRET, PASSPHRASE));
+    // A rotation whose previous passphrase is wrong too: UNAUTHENTICATED naming both secrets and
+    // neither value, no session left, and the header's key slots as they were (read on the target's
+    // side, through the loop device it serves the LUN from).
+    Path lunDevice = lunLoopDevice();
+    List<Integer> slots = Luks2.keySlots(lunDevice);
+    StatusRuntimeException neither =
+        error(() -> stage(v, staging, Map.of(SECRET, ROTATED, PREVIOUS, "not-the-previous-either")));
+    assertThat(neither.getStatus().getCode()).isEqualTo(Code.UNAUTHENTICATED);
+    assertThat(neither.getStatus().getDescription()).contains("secrets." + SECRET, "secrets." + PREVIOUS)
+        .doesNotContain(ROTATED).doesNotContain("not-the-previous-either").doesNotContain(PASSPHRASE);
+    assertThat(MountTable.isMountPoint(staging)).isFalse();
+    assertThat(Luks2.status(mapping).open()).isFalse();
+    assertThat(Iscsi.system().sessions()).noneMatch(s -> s.target().equals(iqn));
+    assertThat(Luks2.keySlots(lunDevice)).as("key slots after the refused rotation").isEqualTo(slots);
+    assertThat(Luks2.slotOf(lunDevice, ROTATED.getBytes(StandardCharsets.UTF_8))).isEmpty();
+
+    // The rotating stage: opened with the previous passphrase, which then opens nothing; the new one is
+    // the header's only key slot, and the data and the header's identity are kept.
+    stage(v, staging, Map.of(SECRET, ROTATED, PREVIOUS, PASSPHRASE));
     assertThat(Files.readAllBytes(staging.resolve("kept.txt"))).isEqualTo(plain);
-    assertThat(Probe.probe(Luks2.status(mapping).device().orElseThrow()).uuid())
-        .as("the LUKS2 header was never rewritten").contains(luksUuid);
+    Path mapped = Luks2.status(mapping).device().orElseThrow();
+    assertThat(Probe.probe(mapped).uuid()).as("the LUKS2 header was never rewritten").contains(luksUuid);
+    assertThat(Luks2.keySlots(mapped)).as("key slots after the rotation").hasSize(1);
+    assertThat(Luks2.slotOf(mapped, PASSPHRASE.getBytes(StandardCharsets.UTF_8))).as("the previous passphrase's slot")
+        .isEmpty();
+    assertThat(Luks2.slotOf(mapped, ROTATED.getBytes(StandardCharsets.UTF_8))).isPresent();
 
     long before = Files.getFileStore(staging).getTotalSpace();
     long mappingBefore = Luks2.status(mapping).sizeBytes();
     f.controller.controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
         .setCapacityRange(Caps.bytes(2 * GIB)).setVolumeCapability(cap).build());
     f.node.nodeExpandVolume(NodeExpandVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
-        .setVolumePath(staging.toString()).setCapacityRange(Caps.bytes(2 * GIB)).putSecrets(SECRET, PASSPHRASE)
+        .setVolumePath(staging.toString()).setCapacityRange(Caps.bytes(2 * GIB)).putSecrets(SECRET, ROTATED)
         .build());
     assertThat(Luks2.status(mapping).sizeBytes()).as("the mapping grew with the map")
         .isEqualTo(mappingBefore + GIB).isGreaterThanOrEqualTo(2 * GIB);
@@ -208,6 +234,8 @@ class LuksOnQnapGuestTest {
         .as("no session, node record, map, mapping, target or LUN file left").isEmpty();
     assertThat(pluginFilesContaining(PASSPHRASE.getBytes(StandardCharsets.UTF_8)))
         .as("files the plugin wrote holding the passphrase").isEmpty();
+    assertThat(pluginFilesContaining(ROTATED.getBytes(StandardCharsets.UTF_8)))
+        .as("files the plugin wrote holding the rotated passphrase").isEmpty();
   }
 
   /**
@@ -250,16 +278,8 @@ class LuksOnQnapGuestTest {
   @Test
   void anEncryptedVolumesLunThatHoldsAFilesystemIsRefused() throws IOException, InterruptedException {
     Volume v = create("sealed-had-data", true);
-    Path found;
-    try (Stream<Path> files = Files.list(f.work.resolve("lio"))) {
-      List<Path> luns = files.filter(p -> p.getFileName().toString().startsWith("lun-")).toList();
-      assertThat(luns).hasSize(1);
-      found = luns.get(0);
-    }
-    Path lun = found;
     // Through the loop device the target serves the LUN from, so the target reads what was written.
-    Path loop = dev.caravan.storage.block.LoopDevices.list().stream().filter(l -> l.backingFile().equals(lun))
-        .map(dev.caravan.storage.block.LoopDevice::device).findFirst().orElseThrow();
+    Path loop = lunLoopDevice();
     Process mkfs = new ProcessBuilder(List.of("mkfs.ext4", "-q", "-F", loop.toString())).inheritIO().start();
     assertThat(mkfs.waitFor()).isZero();
     Path staging = f.dir("staging/default/sealed-had-data/rw-file-system-single-node-writer");
@@ -269,6 +289,19 @@ class LuksOnQnapGuestTest {
         .doesNotContain(PASSPHRASE);
     assertThat(Luks2.status(mappingOf(wwid(v))).open()).isFalse();
     assertThat(Iscsi.system().sessions()).noneMatch(s -> s.target().equals(v.getVolumeContextMap().get("targetIqn")));
+  }
+
+  /** The loop device the LIO target serves the fixture's one LUN from: the appliance's disk, as it were. */
+  private Path lunLoopDevice() throws IOException {
+    Path found;
+    try (Stream<Path> files = Files.list(f.work.resolve("lio"))) {
+      List<Path> luns = files.filter(p -> p.getFileName().toString().startsWith("lun-")).toList();
+      assertThat(luns).hasSize(1);
+      found = luns.get(0);
+    }
+    Path lun = found;
+    return dev.caravan.storage.block.LoopDevices.list().stream().filter(l -> l.backingFile().equals(lun))
+        .map(dev.caravan.storage.block.LoopDevice::device).findFirst().orElseThrow();
   }
 
   /** The LUN files of the LIO targets (the appliance's disks, as it were) holding {@code needle}. */

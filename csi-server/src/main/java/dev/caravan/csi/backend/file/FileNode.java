@@ -4,6 +4,7 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.Passphrase;
+import dev.caravan.csi.backend.RotationFrom;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
@@ -12,7 +13,6 @@ import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.block.LoopDevices;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.WrongPassphraseException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -24,7 +24,6 @@ import java.util.Optional;
  * that a restarted plugin finds it.
  */
 final class FileNode implements NodeBackend {
-  private static final System.Logger LOG = System.getLogger(FileNode.class.getName());
   private final FileStore store;
   private final KeySlotCost keySlotCost;
 
@@ -51,56 +50,16 @@ final class FileNode implements NodeBackend {
     }
     // The passphrases are checked before anything is attached: a missing one changes nothing here.
     try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets());
-        RotationFrom previous = new RotationFrom(Encryption.previousPassphrase(volume.secrets()))) {
+        RotationFrom previous = RotationFrom.of(volume.secrets())) {
       LuksMapping.requireCryptFor(volume);
       LuksMapping mapping = mapping(volume);
       Path loop = LoopDevices.attach(image, false).device();
       mapping.formatOnceOn(loop, key, keySlotCost);
       CrashPoints.reach("stage.after-luks-format");
-      Path mapped;
-      try {
-        mapped = mapping.openOn(loop, key);
-      } catch (WrongPassphraseException e) {
-        if (previous.passphrase().isEmpty()) {
-          throw Encryption.wrongPassphrase(volume.volumeId());
-        }
-        rotate(volume, loop, previous.passphrase().get(), key);
-        return mapping.openOn(loop, key);
-      }
-      // Opened with the current passphrase: a rotation a crash cut short (the new slot added, the old
-      // one not yet destroyed) is finished now. With one key slot there is nothing to finish.
-      if (previous.passphrase().isPresent() && Luks2.keySlots(loop).size() > 1
-          && Luks2.removePassphrase(loop, previous.passphrase().get().bytes(), key.bytes())) {
-        LOG.log(System.Logger.Level.INFO, "volume {0}: the key slot of secrets.{1} is destroyed",
-            volume.volumeId(), Encryption.PREVIOUS_SECRET);
-      }
-      return mapped;
-    }
-  }
-
-  /**
-   * Sets {@code key} as the passphrase of the LUKS2 header on {@code loop} in place of {@code
-   * previous}: a key slot for {@code key} is added first, then {@code previous}'s slot is destroyed,
-   * so that one of the two opens the volume at every moment. UNAUTHENTICATED, with nothing changed,
-   * when {@code previous} does not open it either.
-   */
-  private void rotate(VolumeRef volume, Path loop, Passphrase previous, Passphrase key) {
-    try {
-      Luks2.addPassphrase(loop, previous.bytes(), key.bytes(), keySlotCost);
-    } catch (WrongPassphraseException e) {
-      throw Encryption.wrongPassphrases(volume.volumeId());
-    }
-    CrashPoints.reach("stage.after-luks-add-slot");
-    Luks2.removePassphrase(loop, previous.bytes(), key.bytes());
-    LOG.log(System.Logger.Level.INFO, "volume {0}: its passphrase is now secrets.{1}",
-        volume.volumeId(), Encryption.SECRET);
-  }
-
-  /** The passphrase a stage's secrets rotate from, if any, zeroed when the stage is done with it. */
-  private record RotationFrom(Optional<Passphrase> passphrase) implements AutoCloseable {
-    @Override
-    public void close() {
-      passphrase.ifPresent(Passphrase::close);
+      // A rotation's new key slot added, the previous one's not yet destroyed: a retry opens with the
+      // new passphrase and destroys it then.
+      return mapping.openRotatingOn(loop, key, previous.passphrase(), keySlotCost,
+          () -> CrashPoints.reach("stage.after-luks-add-slot"));
     }
   }
 

@@ -6,6 +6,7 @@ import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.LuksMapping;
 import dev.caravan.csi.backend.NodeBackend;
 import dev.caravan.csi.backend.Passphrase;
+import dev.caravan.csi.backend.RotationFrom;
 import dev.caravan.csi.backend.VolumeHealth;
 import dev.caravan.csi.backend.VolumeRef;
 import dev.caravan.csi.support.CrashPoints;
@@ -14,7 +15,6 @@ import dev.caravan.storage.block.ScsiDisk;
 import dev.caravan.storage.block.Wwid;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.crypt.Luks2;
-import dev.caravan.storage.crypt.WrongPassphraseException;
 import dev.caravan.storage.iscsi.IscsiLoginException;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.LoginOutcome;
@@ -54,7 +54,8 @@ import java.util.Optional;
  * <p>An encrypted volume ({@code encryption=on} in its context, {@code l} in its id) is LUKS2 on the
  * multipath map: attach formats the map as LUKS2 only when it holds no signature at all (the one
  * format step every device takes), then opens the mapping with the stage's passphrase and returns
- * the mapping. The mapping is named from the LUN's WWID ({@link Luks2#mappingName}), which is the
+ * the mapping; a stage whose secrets rotate the passphrase changes the LUKS2 header's key slots first,
+ * as on the file backend ({@link LuksMapping#openRotatingOn}). The mapping is named from the LUN's WWID ({@link Luks2#mappingName}), which is the
  * same on every node and after every restart, so a retried stage, a restarted plugin and detach find
  * it. Detach closes the mapping before it flushes the map; refresh grows the mapping after the map.
  */
@@ -83,8 +84,10 @@ final class QnapNode implements NodeBackend {
     if (!encrypted(volume)) {
       return attachMap(volume);
     }
-    // The passphrase and dm-crypt are checked before any login: a missing one changes nothing here.
-    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets())) {
+    // The passphrases and dm-crypt are checked before any login: a missing or malformed one changes
+    // nothing here.
+    try (Passphrase key = Encryption.passphrase("NodeStageVolume", volume.secrets());
+        RotationFrom previous = RotationFrom.of(volume.secrets())) {
       LuksMapping.requireCryptFor(volume);
       LuksMapping mapping = mapping(volume, LunContext.of(volume).wwid());
       Path map = attachMap(volume);
@@ -92,9 +95,10 @@ final class QnapNode implements NodeBackend {
       // LUKS2 written, no mapping yet: a retry finds the header and only opens it.
       CrashPoints.reach("qnap.attach.after-luks-format");
       try {
-        return mapping.openOn(map, key);
-      } catch (WrongPassphraseException e) {
-        throw Encryption.wrongPassphrase(volume.volumeId());
+        // A rotation's new key slot added, the previous one's not yet destroyed: a retry opens with
+        // the new passphrase and destroys it then.
+        return mapping.openRotatingOn(map, key, previous.passphrase(), keySlotCost,
+            () -> CrashPoints.reach("qnap.attach.after-luks-add-slot"));
       } catch (StorageException e) {
         throw translate(volume.volumeId(), "open the LUKS2 mapping", e);
       }

@@ -543,6 +543,25 @@ class QnapControllerTest {
         .doesNotContain(PASSPHRASE);
   }
 
+  /**
+   * A rotation's previous passphrase is held to the passphrase's rule: one that breaks it is
+   * INVALID_ARGUMENT naming its key and not its value, on any host, before the node checks for dm-crypt
+   * or logs in anywhere (a login would answer otherwise here, where no initiator runs).
+   */
+  @Test
+  void aMalformedPreviousPassphraseIsRefusedBeforeTheNodeDoesAnything() throws Exception {
+    start("cgi", Map.of());
+    Volume v = controller.createVolume(encrypted("rotating", 1).build()).getVolume();
+    Path staging = Files.createDirectories(work.resolve("client/csi/staging"));
+    var e = error(() -> node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+        .setStagingTargetPath(staging.toString()).setVolumeCapability(mount("ext4"))
+        .putAllVolumeContext(v.getVolumeContextMap()).putSecrets("encryptionPassphrase", PASSPHRASE)
+        .putSecrets("encryptionPassphrasePrevious", "short").build()));
+    assertThat(e.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
+    assertThat(e.getStatus().getDescription()).contains("secrets.encryptionPassphrasePrevious", "8 to 512 bytes")
+        .doesNotContain("short").doesNotContain(PASSPHRASE);
+  }
+
   @Test
   void twoNodesPublishingAtOnceNeverBothGetIn() throws Exception {
     start("cgi", Map.of());
