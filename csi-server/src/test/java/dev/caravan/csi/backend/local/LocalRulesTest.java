@@ -114,7 +114,8 @@ class LocalRulesTest {
     Map<String, Long> blocks = Map.of("4K", 4096L, "8k", 8192L, "16KiB", 16384L, "32768", 32768L, "128K", 131072L);
     blocks.forEach((text, bytes) -> assertThat(LocalParameters.blockSize(text)).as(text).isEqualTo(bytes));
     assertThat(LocalParameters.KNOWN)
-        .containsExactlyInAnyOrder("pool", "host", "fsType", "volblocksize", "sparse", "compression", "encryption");
+        .containsExactlyInAnyOrder("pool", "host", "fsType", "volblocksize", "sparse", "compression", "encryption",
+            "replicas", "replicationInterval", "replicaNodes");
   }
 
   @Test
