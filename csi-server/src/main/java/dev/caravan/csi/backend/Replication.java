@@ -37,7 +37,7 @@ public interface Replication {
 
   /** What a stream brings to a replica. */
   enum StreamKind {
-    /** Everything up to a snapshot: a replica that cannot take an incremental is replaced by it. */
+    /** Everything up to a snapshot: the first copy, or one that only a partial receive began. */
     FULL,
     /** The changes from the replica's newest snapshot. */
     INCREMENTAL,
@@ -94,7 +94,8 @@ public interface Replication {
 
   /**
    * Receives a stream into the volume's replica here; then destroys the replica's older replication
-   * snapshots, keeping the newest. A FULL stream first removes what the replica held. A stream that
+   * snapshots, keeping the newest. A FULL stream is refused (FAILED_PRECONDITION) where
+   * the replica holds a complete snapshot: the copy is never destroyed before a new one is whole. A stream that
    * breaks off leaves the receive partial and resumable.
    */
   Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException;

@@ -237,6 +237,20 @@ class ReplicationOnLocalTest {
     assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica + "@")).toList())
         .as("the replica keeps only its newest replication snapshot").containsExactly(newest);
 
+    // The owner loses every replication snapshot (destroyed by hand): only a full stream could bring the copy
+    // up to date, and it would destroy the copy before the new one is whole. The copy is kept; the round fails.
+    String newestGuid = get("guid", newest);
+    for (String own : snapshotsOf(ds)) {
+      GuestPools.run("zfs", "destroy", own);
+    }
+    Replicator.Attempt full = replicator("n1").replicate(id, "n2");
+    assertThat(full.failure()).as("a full stream onto a complete copy").get().satisfies(f -> {
+      assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+      assertThat(Status.fromThrowable(f).getDescription()).contains("Destroy " + replica);
+    });
+    assertThat(newestSnapshot(replica)).as("the copy, kept").isEqualTo(newest);
+    assertThat(get("guid", newest)).as("the copy's snapshot, the same one").isEqualTo(newestGuid);
+
     // Only the owner's certificate acts on a replica: n2 asking n1 about a volume of a third node is refused.
     String notN2s = id.replace("local/v1/n1/", "local/v1/n3/");
     Replicator.Attempt foreign = replicator("n2").replicate(notN2s, "n1");

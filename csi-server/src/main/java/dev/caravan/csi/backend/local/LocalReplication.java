@@ -250,7 +250,8 @@ final class LocalReplication implements Replication {
     }
     String dataset = replicaDataset(volumeId);
     if (kind == StreamKind.FULL) {
-      deleteReplica(volumeId); // a replica that needs a full stream is replaced, not kept beside it
+      refuseToReplaceACompleteCopy(volumeId, dataset);
+      deleteReplica(volumeId); // only a partial receive's state: nothing a restore could start from
     }
     ZfsStreams.Received received = io(() -> zfs.streams().receive(dataset + "@" + snapshot, in,
         Map.of(PROP_REPLICA_OF, volumeId)));
@@ -263,6 +264,24 @@ final class LocalReplication implements Replication {
       return null;
     });
     return new Point(snapshot, received.guid());
+  }
+
+  /**
+   * A full stream would have to destroy a complete copy before the new one is whole: if the owner were
+   * lost during the send, no copy would be left. The copy is kept and the round fails, counted and
+   * logged on the owner, until someone decides to drop it.
+   */
+  private void refuseToReplaceACompleteCopy(String volumeId, String dataset) {
+    guard(() -> {
+      if (replica(volumeId).isPresent() && zfs.exists(dataset) && !zfs.snapshots(dataset).isEmpty()) {
+        String newest = zfs.snapshots(dataset).getLast();
+        throw CsiException.failedPrecondition("the replica of " + volumeId + " on this node holds " + newest
+            + ", which its owner no longer has, so only a full stream could bring it up to date; the copy is kept"
+            + " rather than destroyed before a new one is complete. Destroy " + dataset + " (its snapshots first)"
+            + " to let the next round send a full copy");
+      }
+      return null;
+    });
   }
 
   @Override
