@@ -279,6 +279,9 @@ class ReplicationOnLocalTest {
     String id = v.getVolumeId();
     String ds = dataset(id);
     assertThat(get("caravan:replica-nodes", ds)).isEqualTo("n2");
+    // Someone's own snapshot under a name like replication's: never pruned, and it keeps the volume from deletion.
+    String byHand = ds + "@repl-1";
+    GuestPools.run("zfs", "snapshot", byHand);
     write(ds, 0, (int) (4 * MIB), 3);
     long written = System.currentTimeMillis();
     String before = digest(ds, (int) (4 * MIB));
@@ -287,8 +290,9 @@ class ReplicationOnLocalTest {
     String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
     waitFor(Duration.ofSeconds(60), () -> snapshotsOf(replica).stream()
         .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > written), "a replica newer than the write");
-    assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@")).count())
+    assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@") && !o.equals(byHand)).count())
         .as("the owner's replication snapshots after pruning").isLessThanOrEqualTo(2);
+    assertThat(pools.objects("n1")).as("a snapshot replication did not take").contains(byHand);
     assertThat(cluster.csi("n1").listSnapshots(ListSnapshotsRequest.newBuilder().build()).getEntriesList().stream()
         .filter(e -> e.getSnapshot().getSnapshotId().startsWith(id + "@")).toList())
         .as("the owner's replication snapshots are not the volume's CSI snapshots").isEmpty();
@@ -326,6 +330,17 @@ class ReplicationOnLocalTest {
       cluster.startNode("n1");
     }
 
+    assertThat(pools.objects("n1")).as("a snapshot replication did not take, after the restart").contains(byHand);
+    // Rounds since the restart went through: the owner prunes past the snapshot it did not take.
+    assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@") && !o.equals(byHand)).count())
+        .as("the owner's replication snapshots after the restart's rounds").isLessThanOrEqualTo(2);
+    io.grpc.StatusRuntimeException refused = GrpcOutcomes.error(() -> cluster.csi("n2").deleteVolume(
+        DeleteVolumeRequest.newBuilder().setVolumeId(id).build()));
+    assertThat(refused.getStatus().getCode()).as("DeleteVolume of a volume with a snapshot made by hand")
+        .isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(refused.getStatus().getDescription()).contains("has snapshots").contains("repl-1");
+    assertThat(pools.objects("n1")).as("DeleteVolume refused: nothing destroyed").contains(ds, byHand);
+    GuestPools.run("zfs", "destroy", byHand);
     cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(replicas("n2")).as("the replica goes with its volume").isEmpty();
   }

@@ -642,7 +642,7 @@ final class LocalController implements ControllerBackend {
       // know of: made by hand, or by a plugin whose record is gone).
       usage.refuseDeleteInUse(volumeId, nodeId, deviceUse(v.dataset()));
       List<String> snapshots = zfs.snapshots(v.dataset()).stream()
-          .filter(s -> !LocalReplication.isReplicationSnapshot(s.substring(s.indexOf('@') + 1)))
+          .filter(s -> !replication.isOwnSnapshot(v, s))
           .map(s -> describeSnapshot(v, s)).toList();
       if (!snapshots.isEmpty()) {
         throw CsiException.failedPrecondition(
@@ -651,7 +651,7 @@ final class LocalController implements ControllerBackend {
       }
       // Replication's own snapshots go with the volume, one at a time (a crash between leaves the rest
       // for the retry), and the volume after them.
-      replication.destroyAll(v.dataset());
+      replication.destroyAll(v);
       zfs.destroy(v.dataset());
       CrashPoints.reach("delete.after-destroy");
     });

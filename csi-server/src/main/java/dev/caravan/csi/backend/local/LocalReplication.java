@@ -96,8 +96,22 @@ final class LocalReplication implements Replication {
     return Optional.of(ReplicationSettings.parse(asked)).filter(ReplicationSettings::on);
   }
 
-  static boolean isReplicationSnapshot(String shortName) {
-    return shortName.startsWith(SNAPSHOT_PREFIX);
+  static boolean isReplicationSnapshotName(String shortName) {
+    return LocalIds.REPLICATION_SNAPSHOT.matcher(shortName).matches();
+  }
+
+  /**
+   * Whether {@code snapshot} ({@code dataset@name}) of volume {@code v} is one replication took: its name
+   * and the mark it was taken with. A snapshot someone made by hand under a name like it is not, so
+   * pruning and DeleteVolume never destroy it, and DeleteVolume counts it as the volume's snapshot.
+   */
+  boolean isOwnSnapshot(VolumeId v, String snapshot) {
+    return isReplicationSnapshotName(snapshot.substring(snapshot.indexOf('@') + 1))
+        && zfs.properties(snapshot).userProperty(LocalController.PROP_NAME).filter(mark(v)::equals).isPresent();
+  }
+
+  private static String mark(VolumeId v) {
+    return "replication of " + v.id();
   }
 
   // ---- the owner's side ----
@@ -112,15 +126,14 @@ final class LocalReplication implements Replication {
 
   @Override
   public List<Point> replicationSnapshots(String volumeId) {
-    return guard(() -> points(ownedVolume(volumeId).dataset()));
+    return guard(() -> points(ownedVolume(volumeId)));
   }
 
-  private List<Point> points(String dataset) {
+  private List<Point> points(VolumeId v) {
     List<Point> out = new ArrayList<>();
-    for (String full : zfs.snapshots(dataset)) {
-      String shortName = full.substring(full.indexOf('@') + 1);
-      if (isReplicationSnapshot(shortName)) {
-        out.add(new Point(shortName, zfs.properties(full).guid()));
+    for (String full : zfs.snapshots(v.dataset())) {
+      if (isOwnSnapshot(v, full)) {
+        out.add(new Point(full.substring(full.indexOf('@') + 1), zfs.properties(full).guid()));
       }
     }
     return out;
@@ -131,14 +144,14 @@ final class LocalReplication implements Replication {
     return guard(() -> {
       VolumeId v = ownedVolume(volumeId);
       long millis = clock.millis();
-      List<Point> existing = points(v.dataset());
+      List<Point> existing = points(v);
       if (!existing.isEmpty()) {
         // Names sort as they were taken, also when the clock steps back.
         millis = Math.max(millis, Long.parseLong(existing.getLast().name().substring(SNAPSHOT_PREFIX.length())) + 1);
       }
       String name = SNAPSHOT_PREFIX + millis;
       // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
-      controller.snapshotMaybeFrozen(v.dataset(), name, Map.of(LocalController.PROP_NAME, "replication of " + volumeId),
+      controller.snapshotMaybeFrozen(v.dataset(), name, Map.of(LocalController.PROP_NAME, mark(v)),
           config.freezeOnSnapshot());
       return new Point(name, zfs.properties(v.dataset() + "@" + name).guid());
     });
@@ -188,7 +201,7 @@ final class LocalReplication implements Replication {
   public void prune(String volumeId, Set<Long> keep) {
     guard(() -> {
       VolumeId v = ownedVolume(volumeId);
-      for (Point p : points(v.dataset())) {
+      for (Point p : points(v)) {
         if (!keep.contains(p.guid())) {
           zfs.destroySnapshot(v.dataset() + "@" + p.name());
         }
@@ -198,9 +211,9 @@ final class LocalReplication implements Replication {
   }
 
   /** Destroys every replication snapshot of a volume about to be deleted, one at a time. */
-  void destroyAll(String dataset) {
-    for (String full : zfs.snapshots(dataset)) {
-      if (isReplicationSnapshot(full.substring(full.indexOf('@') + 1))) {
+  void destroyAll(VolumeId v) {
+    for (String full : zfs.snapshots(v.dataset())) {
+      if (isOwnSnapshot(v, full)) {
         zfs.destroySnapshot(full);
       }
     }
@@ -245,7 +258,7 @@ final class LocalReplication implements Replication {
 
   @Override
   public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException {
-    if (!isReplicationSnapshot(snapshot) || snapshot.contains("@") || snapshot.contains("/")) {
+    if (!isReplicationSnapshotName(snapshot) || snapshot.contains("@") || snapshot.contains("/")) {
       throw CsiException.invalid("snapshot '" + IdRules.printable(snapshot) + "' is not a replication snapshot's name");
     }
     String dataset = replicaDataset(volumeId);
