@@ -165,7 +165,7 @@ class LocalBackendOnLocalTest {
     var unknown = error(() -> create("bad", 32 * MIB, cap, Map.of("poool", LocalTestBackend.POOL)));
     assertThat(unknown.getStatus().getCode()).isEqualTo(Code.INVALID_ARGUMENT);
     assertThat(unknown.getStatus().getDescription()).contains("[poool]")
-        .contains("[compression, encryption, fsType, host, pool, sparse, volblocksize]");
+        .contains("[compression, encryption, fsType, host, pool, replicaNodes, replicas, replicationInterval, sparse, volblocksize]");
     assertThat(error(() -> create("bad", 32 * MIB, cap, Map.of("pool", "rpool"))).getStatus().getDescription())
         .contains("parameters.pool 'rpool' is not an allowed pool");
     // another node's work: a plugin without peers tells the caller which node to ask
