@@ -131,6 +131,29 @@ public record ReplicationSettings(int replicas, Duration interval, List<String> 
     }
   }
 
+  /**
+   * On the owner, at CreateVolume: replicas need the peer channel to carry their streams ({@code
+   * attached}), and nodes to hold them, other than {@code self}, chosen by the peer layer when the
+   * request named none.
+   */
+  public void requireReplicable(String self, boolean attached) {
+    if (!on()) {
+      return;
+    }
+    if (!attached) {
+      throw CsiException.invalid("parameters." + REPLICAS + " " + replicas
+          + " needs other nodes to hold the copies, and this plugin has no peers (--peer-listen)");
+    }
+    if (nodes.isEmpty()) {
+      throw CsiException.invalid("parameters." + NODES + " is required here: the nodes that"
+          + " hold the replicas (the peer layer chooses them when the request names none)");
+    }
+    if (nodes.contains(self)) {
+      throw CsiException.invalid("parameters." + NODES + " names node " + self
+          + ", which holds the volume itself: a replica is on another node");
+    }
+  }
+
   /** The same settings with their replica nodes chosen. */
   public ReplicationSettings withNodes(List<String> chosen) {
     return new ReplicationSettings(replicas, interval, chosen);
@@ -153,7 +176,7 @@ public record ReplicationSettings(int replicas, Duration interval, List<String> 
     }
     if (parse(parameters).on()) {
       throw CsiException.invalid("parameters." + REPLICAS + " " + parameters.get(REPLICAS) + " cannot be honoured:"
-          + " this backend does not replicate volumes; the local backend (ZFS) does");
+          + " this backend does not replicate volumes; the local backend (ZFS) and the file backend do");
     }
     Map<String, String> rest = new HashMap<>(parameters);
     rest.remove(REPLICAS);

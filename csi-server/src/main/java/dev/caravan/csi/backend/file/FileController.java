@@ -13,6 +13,8 @@ import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.IdScheme;
 import dev.caravan.csi.backend.NodeUsage;
 import dev.caravan.csi.backend.Provisioned;
+import dev.caravan.csi.backend.Replication;
+import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.Topology;
 import dev.caravan.csi.backend.VolumeHealth;
@@ -36,8 +38,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -73,7 +77,8 @@ final class FileController implements ControllerBackend {
   static final long MIN_EXT4 = 16 * MIB;
   static final long MIN_XFS = 300 * MIB;
   static final String PARAM_FS_TYPE = "fsType";
-  static final Set<String> PARAMETERS = Set.of(PARAM_FS_TYPE, Encryption.PARAMETER);
+  static final Set<String> PARAMETERS = Set.of(PARAM_FS_TYPE, Encryption.PARAMETER, ReplicationSettings.REPLICAS,
+      ReplicationSettings.INTERVAL, ReplicationSettings.NODES);
   static final String CONTEXT_FS_TYPE = "fsType";
   static final String CONTEXT_NODE = "node";
 
@@ -83,6 +88,7 @@ final class FileController implements ControllerBackend {
   private final Topology nodeTopology;
   private final NodeUsage usage;
   private final IdScheme ids;
+  private final FileReplication replication;
 
   FileController(FileStore store, String nodeId, NodeUsage usage) {
     this(store, nodeId, usage, false);
@@ -99,6 +105,12 @@ final class FileController implements ControllerBackend {
     this.nodeTopology = Topology.ofNode(nodeId);
     this.usage = usage;
     this.ids = FileIds.scheme(nodeScopedIds ? Optional.of(nodeId) : Optional.empty());
+    this.replication = new FileReplication(store, this, nodeId, nodeScopedIds, Clock.systemUTC());
+  }
+
+  @Override
+  public Optional<Replication> replication() {
+    return Optional.of(replication);
   }
 
   @Override
@@ -138,6 +150,8 @@ final class FileController implements ControllerBackend {
   public Provisioned provisionVolume(VolumeRequest req) {
     String id = volumeLockKey(req.name()); // a file id is its own lock key
     String fsType = fsType(req);
+    ReplicationSettings replicated = ReplicationSettings.parse(req.parameters());
+    replicated.requireReplicable(nodeId, replication.attached());
     Optional<VolumeRecord> existing = store.readVolume(id);
     if (existing.isPresent() && existing.get().state() == State.DELETING) {
       finishDelete(existing.get().id());
@@ -146,6 +160,11 @@ final class FileController implements ControllerBackend {
     if (existing.isPresent()) {
       VolumeRecord r = existing.get();
       requireCompatible(r, req, fsType);
+      int recorded = replication.recorded(r.id()).replicas();
+      if (recorded != replicated.replicas()) {
+        throw CsiException.alreadyExists("name '" + req.name() + "' already exists as volume " + r.id() + " with "
+            + recorded + " replica(s), not " + replicated.replicas());
+      }
       return new Provisioned(r.state() == State.READY ? info(r) : finishCreate(r), false);
     }
     requireTopology(req);
@@ -156,6 +175,7 @@ final class FileController implements ControllerBackend {
         new VolumeRecord(id, req.name(), State.CREATING, size, req.source(), fsType,
             AccessType.contextValue(req.accessTypes()),
             Instant.now().truncatedTo(ChronoUnit.MILLIS), req.encrypted());
+    replication.recordSettings(id, replicated); // before the record: a ready volume has its settings
     store.write(r);
     CrashPoints.reach("create.after-record");
     return new Provisioned(finishCreate(r), true);
@@ -264,7 +284,8 @@ final class FileController implements ControllerBackend {
         ? "volume_content_source.snapshot.snapshot_id"
         : "volume_content_source.volume.volume_id";
     boolean sourceEncrypted = switch (source.kind()) {
-      case SNAPSHOT -> readySnapshot(source.id()).map(SnapshotRecord::encrypted).orElse(false);
+      case SNAPSHOT -> replication.copy(source.id()).map(FileReplication.Copy::encrypted)
+          .or(() -> readySnapshot(source.id()).map(SnapshotRecord::encrypted)).orElse(false);
       case VOLUME -> readyVolume(source.id()).map(VolumeRecord::encrypted).orElse(false);
     };
     if (sourceEncrypted && !encrypted) {
@@ -280,10 +301,10 @@ final class FileController implements ControllerBackend {
 
   private long sourceSize(ContentSource source) {
     return switch (source.kind()) {
-      case SNAPSHOT -> readySnapshot(source.id())
+      case SNAPSHOT -> replication.copy(source.id()).map(FileReplication.Copy::sizeBytes)
+          .or(() -> readySnapshot(source.id()).map(SnapshotRecord::sizeBytes))
           .orElseThrow(() -> CsiException.notFound(
-              "volume_content_source.snapshot.snapshot_id " + source.id() + " does not exist"))
-          .sizeBytes();
+              "volume_content_source.snapshot.snapshot_id " + source.id() + " does not exist"));
       case VOLUME -> readyVolume(source.id())
           .orElseThrow(() -> CsiException.notFound(
               "volume_content_source.volume.volume_id " + source.id() + " does not exist"))
@@ -333,6 +354,11 @@ final class FileController implements ControllerBackend {
 
   private Path sourceImage(VolumeRecord r) {
     ContentSource s = r.source().orElseThrow();
+    Optional<FileReplication.Copy> copy = s.kind() == ContentSource.Kind.SNAPSHOT ? replication.copy(s.id())
+        : Optional.empty();
+    if (copy.isPresent()) {
+      return copy.get().image();
+    }
     boolean present = switch (s.kind()) {
       case SNAPSHOT -> readySnapshot(s.id()).isPresent();
       case VOLUME -> readyVolume(s.id()).isPresent();
@@ -380,6 +406,7 @@ final class FileController implements ControllerBackend {
   }
 
   private void finishDelete(String volumeId) {
+    replication.forget(volumeId); // its settings and points; the replicas on other nodes are the peer layer's to delete
     removeImage(store.volumeImage(volumeId)); // before the record: a crash leaves DELETING, which a retry finishes
     CrashPoints.reach("delete.after-image-removed");
     store.deleteVolumeRecord(volumeId);
@@ -490,6 +517,10 @@ final class FileController implements ControllerBackend {
 
   @Override
   public void deleteSnapshot(String snapshotId) {
+    if (FileIds.replicaSnapshot(snapshotId).isPresent()) {
+      throw CsiException.failedPrecondition("snapshot_id " + snapshotId + " is a replica's copy: replication keeps"
+          + " it, and DeleteVolume of its volume deletes it");
+    }
     Optional<SnapshotRecord> r = store.readSnapshot(snapshotId);
     Path image = store.snapshotImage(snapshotId);
     if (nothingLeft(r, image)) {
@@ -508,12 +539,16 @@ final class FileController implements ControllerBackend {
 
   @Override
   public Optional<SnapshotInfo> findSnapshot(String snapshotId) {
-    return readySnapshot(snapshotId).map(FileController::info);
+    return replication.copy(snapshotId).map(FileReplication::info)
+        .or(() -> readySnapshot(snapshotId).map(FileController::info));
   }
 
   @Override
   public List<SnapshotInfo> listSnapshots() {
-    return store.snapshots().stream().filter(r -> r.state() == State.READY).map(FileController::info).toList();
+    List<SnapshotInfo> out = new ArrayList<>(
+        store.snapshots().stream().filter(r -> r.state() == State.READY).map(FileController::info).toList());
+    replication.copies().stream().map(FileReplication::info).forEach(out::add); // each replica's newest copy
+    return out;
   }
 
   /**
@@ -528,7 +563,7 @@ final class FileController implements ControllerBackend {
    *
    * @param field the request field naming the volume, for the refusal's message
    */
-  private void copyAtOneInstant(String field, String volumeId, Path partial, Runnable forgetAttempt) {
+  void copyAtOneInstant(String field, String volumeId, Path partial, Runnable forgetAttempt) {
     Path source = store.volumeImage(volumeId);
     Optional<LoopDevice> loop = LoopDevices.find(source);
     Optional<Path> mounted = loop.flatMap(l -> mountPointOf(l.device()).or(() -> mappingOver(volumeId)
@@ -624,7 +659,7 @@ final class FileController implements ControllerBackend {
 
   // ---- helpers ---------------------------------------------------------------------------------
 
-  private Optional<VolumeRecord> readyVolume(String id) {
+  Optional<VolumeRecord> readyVolume(String id) {
     return store.readVolume(id).filter(r -> r.state() == State.READY);
   }
 

@@ -33,10 +33,19 @@ final class FileIds {
 
   static final Pattern SCOPED_SNAPSHOT = Pattern.compile("snap-(?:[a-z0-9]+-)*[0-9a-f]{12}\\.(" + NODE + ")");
 
+  /**
+   * The newest copy of a replica held on a node, as a snapshot: {@code repl-<hash of the volume id>-<the owner's
+   * milliseconds when it took the copy>}, and {@code .<node holding it>} with node-scoped ids. No CSI name makes
+   * one: a snapshot id made from a name starts with {@code snap-}.
+   */
+  static final Pattern REPLICA_SNAPSHOT = Pattern.compile("repl-([0-9a-f]{12})-[0-9]{1,19}");
+
+  static final Pattern SCOPED_REPLICA_SNAPSHOT = Pattern.compile("(repl-([0-9a-f]{12})-[0-9]{1,19})\\.(" + NODE + ")");
+
   static final String VOLUME_FORM = "volume ids of the file backend are vol-<name slug>-<12 hex digits>"
       + "[.<node>]";
   static final String SNAPSHOT_FORM = "snapshot ids of the file backend are snap-<name slug>-<12 hex digits>"
-      + "[.<node>]";
+      + "[.<node>], or repl-<12 hex digits>-<digits>[.<node>] for a replica's copy";
 
   private FileIds() {}
 
@@ -49,11 +58,25 @@ final class FileIds {
     String suffix = node.map(n -> "." + n).orElse("");
     return new IdScheme(
         id -> shape(id, VOLUME, SCOPED_VOLUME, VOLUME_FORM),
-        id -> shape(id, SNAPSHOT, SCOPED_SNAPSHOT, SNAPSHOT_FORM),
+        id -> replicaSnapshot(id).isPresent() ? new IdShape.Ours(id)
+            : shape(id, SNAPSHOT, SCOPED_SNAPSHOT, SNAPSHOT_FORM),
         name -> volumeId(name) + suffix,
         name -> snapshotId(name) + suffix,
         id -> owner(id, SCOPED_VOLUME),
-        id -> owner(id, SCOPED_SNAPSHOT));
+        id -> {
+          Matcher m = SCOPED_REPLICA_SNAPSHOT.matcher(id);
+          return m.matches() ? Optional.of(m.group(3)) : owner(id, SCOPED_SNAPSHOT);
+        });
+  }
+
+  /** The hash of the volume id in a replica copy's snapshot id; empty when {@code id} is not one. */
+  static Optional<String> replicaSnapshot(String id) {
+    Matcher scoped = SCOPED_REPLICA_SNAPSHOT.matcher(id);
+    if (scoped.matches()) {
+      return Optional.of(scoped.group(2));
+    }
+    Matcher m = REPLICA_SNAPSHOT.matcher(id);
+    return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
   }
 
   private static IdShape shape(String id, Pattern unscoped, Pattern scoped, String form) {
