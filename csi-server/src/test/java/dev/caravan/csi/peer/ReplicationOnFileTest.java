@@ -1,0 +1,347 @@
+package dev.caravan.csi.peer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.v1.CreateVolumeRequest;
+import dev.caravan.csi.v1.DeleteVolumeRequest;
+import dev.caravan.csi.v1.ListSnapshotsRequest;
+import dev.caravan.csi.v1.ListVolumesRequest;
+import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
+import dev.caravan.csi.v1.Snapshot;
+import dev.caravan.csi.v1.Volume;
+import dev.caravan.csi.v1.VolumeCapability;
+import dev.caravan.csi.v1.VolumeContentSource;
+import dev.caravan.storage.testing.HostRequirements;
+import io.grpc.Status;
+import java.io.FilterOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Replication on the {@code file} backend, on the host: two plugin instances in this JVM, peers on
+ * loopback mTLS ({@link PeerCluster}), each with its own data directory. Records with their own
+ * checksums are written through a staged mount on the owner; the copies on the replica node are
+ * restored after the owner is stopped, and every record there is checked.
+ */
+class ReplicationOnFileTest {
+  private static final long MIB = 1L << 20;
+  private static final long IMAGE = 64 * MIB;
+  private static final int RECORD = 64;
+  private static final VolumeCapability CAP = VolumeCapability.newBuilder()
+      .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
+      .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
+      .build();
+
+  private final Set<String> lost = ConcurrentHashMap.newKeySet();
+  private PeerCluster cluster;
+  /** Volume id to staging path, on the node it is staged on, for the clean-up. */
+  private final Map<String, Map.Entry<String, Path>> staged = new LinkedHashMap<>();
+
+  @BeforeEach
+  void start() throws Exception {
+    Optional<String> why = HostRequirements.whyNoLoopAndExt4();
+    assumeTrue(why.isEmpty(), () -> "replication on the file backend stages ext4 on loop devices: " + why.orElse(""));
+    Map<String, Long> reserves = new LinkedHashMap<>();
+    reserves.put("n1", 0L);
+    reserves.put("n2", 0L);
+    // A lost node leaves the others' peer sets, as discovery drops it.
+    cluster = PeerCluster.start(reserves, (self, others) -> () -> {
+      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
+      seen.keySet().removeAll(lost);
+      return seen;
+    });
+  }
+
+  @AfterEach
+  void stop() throws Exception {
+    if (cluster == null) {
+      return;
+    }
+    try {
+      for (Map.Entry<String, Map.Entry<String, Path>> e : staged.entrySet()) {
+        try {
+          unstage(e.getValue().getKey(), e.getKey(), e.getValue().getValue());
+        } catch (RuntimeException ignored) {
+          // the test's own unstage ran, or the node is down: close() below stops what is left
+        }
+      }
+    } finally {
+      cluster.close();
+    }
+  }
+
+  private Replicator replicator(String node) {
+    return cluster.node(node).plugin.peering().orElseThrow().replicator().orElseThrow();
+  }
+
+  private Path stage(String node, String volumeId) throws IOException {
+    Path staging = Files.createDirectories(cluster.work.resolve(node + "-mnt/" + volumeId));
+    NodeGrpc.newBlockingStub(cluster.node(node).channel.channel()).nodeStageVolume(NodeStageVolumeRequest.newBuilder()
+        .setVolumeId(volumeId).setStagingTargetPath(staging.toString()).setVolumeCapability(CAP).build());
+    staged.put(volumeId, Map.entry(node, staging));
+    return staging;
+  }
+
+  private void unstage(String node, String volumeId, Path staging) {
+    NodeGrpc.newBlockingStub(cluster.node(node).channel.channel()).nodeUnstageVolume(NodeUnstageVolumeRequest
+        .newBuilder().setVolumeId(volumeId).setStagingTargetPath(staging.toString()).build());
+    staged.remove(volumeId);
+  }
+
+  /** Appends records {@code from} to {@code to - 1} to {@code file}, each with its own SHA-256, synced. */
+  private static void appendRecords(Path file, int from, int to) throws Exception {
+    ByteBuffer all = ByteBuffer.allocate((to - from) * RECORD);
+    Random random = new Random(from);
+    for (int seq = from; seq < to; seq++) {
+      byte[] body = new byte[RECORD - 32];
+      random.nextBytes(body);
+      ByteBuffer.wrap(body).putLong(seq);
+      all.put(body).put(MessageDigest.getInstance("SHA-256").digest(body));
+    }
+    all.flip();
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        StandardOpenOption.APPEND)) {
+      while (all.hasRemaining()) {
+        ch.write(all);
+      }
+      ch.force(true);
+    }
+  }
+
+  /** The records of {@code file}, checked: each intact, numbered from 0 in order; their count. */
+  private static int checkRecords(Path file) throws Exception {
+    byte[] bytes = Files.readAllBytes(file);
+    assertThat(bytes.length % RECORD).as("the records file holds whole records").isZero();
+    for (int i = 0; i < bytes.length / RECORD; i++) {
+      byte[] body = Arrays.copyOfRange(bytes, i * RECORD, i * RECORD + RECORD - 32);
+      byte[] sum = Arrays.copyOfRange(bytes, i * RECORD + RECORD - 32, (i + 1) * RECORD);
+      assertThat(MessageDigest.getInstance("SHA-256").digest(body)).as("record %d's checksum", i).isEqualTo(sum);
+      assertThat(ByteBuffer.wrap(body).getLong()).as("record %d's number", i).isEqualTo(i);
+    }
+    return bytes.length / RECORD;
+  }
+
+  private static void writeRandom(Path file, int bytes, long seed) throws IOException {
+    byte[] data = new byte[bytes];
+    new Random(seed).nextBytes(data);
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+      ch.write(ByteBuffer.wrap(data));
+      ch.force(true);
+    }
+  }
+
+  private static void waitFor(Duration bound, BooleanSupplier condition, String what) throws InterruptedException {
+    long end = System.nanoTime() + bound.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        throw new AssertionError("waited " + bound + " for " + what);
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  /** The replica copies of {@code volumeId} that {@code asked}'s ListSnapshots shows. */
+  private List<Snapshot> copies(String asked, String volumeId) {
+    return cluster.csi(asked).listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(volumeId).build())
+        .getEntriesList().stream().map(e -> e.getSnapshot()).filter(s -> s.getSnapshotId().startsWith("repl-"))
+        .toList();
+  }
+
+  private static long millis(Snapshot s) {
+    return s.getCreationTime().getSeconds() * 1000 + s.getCreationTime().getNanos() / 1_000_000;
+  }
+
+  /** The files below {@code sub} of {@code node}'s data directory, at any depth. */
+  private List<String> filesBelow(String node, String sub) throws IOException {
+    Path dir = cluster.node(node).data().resolve(sub);
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      return s.filter(p -> !p.equals(dir)).map(p -> dir.relativize(p).toString()).sorted().toList();
+    }
+  }
+
+  private double sent(String volumeId) throws IOException {
+    return cluster.metric("n1", "caravan_replication_sent_bytes_total", "node=\"n2\",volume=\"" + volumeId + "\"");
+  }
+
+  @Test
+  void aReplicatedVolumeIsRestoredOnItsReplicaNodeAfterTheOwnerIsLostAndRoundsSendOnlyChangedBlocks()
+      throws Exception {
+    CreateVolumeRequest tooMany = PeersTest.create("protected", "n1", IMAGE).toBuilder()
+        .putParameters("replicas", "2").build();
+    assertThat(GrpcOutcomes.error(() -> cluster.csi("n2").createVolume(tooMany)).getStatus().getDescription())
+        .contains("parameters.replicas 2 is more than the other nodes there are");
+    CreateVolumeRequest tooOften = PeersTest.create("protected", "n1", IMAGE).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicationInterval", "1s").build();
+    assertThat(GrpcOutcomes.error(() -> cluster.csi("n2").createVolume(tooOften)).getStatus().getDescription())
+        .contains("parameters.replicationInterval '1s'").contains("at least 5s");
+
+    CreateVolumeRequest req = PeersTest.create("protected", "n1", IMAGE).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicationInterval", "5s").build();
+    Volume v = cluster.csi("n2").createVolume(req).getVolume();
+    String id = v.getVolumeId();
+    assertThat(PeersTest.nodeOf(v)).isEqualTo("n1");
+    Path mount = stage("n1", id);
+    Path records = mount.resolve("records");
+    writeRandom(mount.resolve("blob"), (int) (4 * MIB), 1);
+    appendRecords(records, 0, 2000);
+    long first = System.currentTimeMillis();
+    waitFor(Duration.ofSeconds(60), () -> copies("n2", id).stream().anyMatch(s -> millis(s) > first),
+        "a copy on n2 newer than the first records");
+    double full = sent(id);
+    assertThat(full).as("bytes of the first copy: the written blocks, not the image's holes")
+        .isGreaterThanOrEqualTo(4 * MIB).isLessThan(IMAGE / 2);
+
+    appendRecords(records, 2000, 2100);
+    long second = System.currentTimeMillis();
+    waitFor(Duration.ofSeconds(60), () -> copies("n2", id).stream().anyMatch(s -> millis(s) > second),
+        "a copy on n2 newer than the second records");
+    double changed = sent(id) - full;
+    System.out.printf("file replication: first copy %.0f bytes, the rounds after it %.0f bytes (image %d)%n",
+        full, changed, IMAGE);
+    assertThat(changed).as("bytes of the rounds after the first copy: changed blocks only").isLessThan(IMAGE / 16);
+
+    appendRecords(records, 2100, 2200); // after the copy: lost with the owner, unless a round takes it first
+
+    // The owner is lost: its plugin stops, and discovery no longer lists it.
+    cluster.stopNode("n1");
+    lost.add("n1");
+    List<Snapshot> listed = copies("n2", id);
+    assertThat(listed).as("the replica's newest copy, listed as a snapshot of the volume").hasSize(1);
+    Snapshot copy = listed.getFirst();
+    assertThat(copy.getSnapshotId()).endsWith(".n2");
+    assertThat(copy.getReadyToUse()).isTrue();
+    assertThat(millis(copy)).isGreaterThan(second);
+    assertThat(cluster.csi("n2").listVolumes(ListVolumesRequest.newBuilder().build()).getEntriesList())
+        .as("a replica is not a volume").noneMatch(e -> e.getVolume().getVolumeId().contains(id));
+    assertThat(GrpcOutcomes.code(() -> cluster.csi("n2").deleteSnapshot(
+        dev.caravan.csi.v1.DeleteSnapshotRequest.newBuilder().setSnapshotId(copy.getSnapshotId()).build())))
+        .as("a replica's copy is replication's, not DeleteSnapshot's").isEqualTo(Status.Code.FAILED_PRECONDITION);
+
+    Volume restored = cluster.csi("n2").createVolume(PeersTest.create("restored", "auto", IMAGE).toBuilder()
+        .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(copy.getSnapshotId())))
+        .build()).getVolume();
+    assertThat(PeersTest.nodeOf(restored)).isEqualTo("n2");
+    Path restoredMount = stage("n2", restored.getVolumeId());
+    int count = checkRecords(restoredMount.resolve("records"));
+    assertThat(count).as("records in the restored volume: every one written before its copy").isGreaterThanOrEqualTo(2100);
+    unstage("n2", restored.getVolumeId(), restoredMount);
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
+
+    lost.remove("n1");
+    cluster.startNode("n1");
+    unstage("n1", id, mount);
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    assertThat(filesBelow("n2", "replicas")).as("the replica goes with its volume").isEmpty();
+    assertThat(filesBelow("n1", "replication")).as("the owner's points go with the volume").isEmpty();
+    assertThat(filesBelow("n1", "volumes")).as("the owner's volumes").isEmpty();
+  }
+
+  /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
+  static final class CutAfter extends FilterOutputStream {
+    private long left;
+
+    CutAfter(OutputStream out, long limit) {
+      super(out);
+      this.left = limit;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      if (len > left) {
+        out.write(b, off, (int) left);
+        left = 0;
+        throw new IOException("cut by the test");
+      }
+      left -= len;
+      out.write(b, off, len);
+    }
+  }
+
+  @Test
+  void aCutStreamLeavesTheLastCompleteCopyAndTheNextRoundSendsTheChangedBlocks() throws Exception {
+    // No replicas asked for: no scheduled round runs beside the ones this test makes.
+    String id = cluster.csi("n2").createVolume(PeersTest.create("plain", "n1", IMAGE)).getVolume().getVolumeId();
+    Path mount = stage("n1", id);
+    writeRandom(mount.resolve("blob"), (int) (4 * MIB), 2);
+    appendRecords(mount.resolve("records"), 0, 500);
+
+    Replicator.Attempt cutFull = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, MIB));
+    assertThat(cutFull.failure()).as("the cut full stream's failure").isPresent();
+    waitFor(Duration.ofSeconds(30), () -> copies("n2", id).isEmpty() && noPartial(), "nothing of the cut stream on n2");
+
+    Replicator.Attempt whole = replicator("n1").replicate(id, "n2");
+    assertThat(whole.failure()).as("the full stream's failure").isEmpty();
+    assertThat(whole.bytes()).isGreaterThanOrEqualTo(4 * MIB);
+    Snapshot before = copies("n2", id).getFirst();
+
+    appendRecords(mount.resolve("records"), 500, 600);
+    Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 4096));
+    assertThat(cut.failure()).as("the cut incremental's failure").isPresent();
+    waitFor(Duration.ofSeconds(30), this::noPartial, "the cut incremental's partial file gone on n2");
+    assertThat(copies("n2", id)).as("the last complete copy, kept").containsExactly(before);
+
+    Replicator.Attempt incremental = replicator("n1").replicate(id, "n2");
+    assertThat(incremental.failure()).as("the incremental's failure").isEmpty();
+    assertThat(incremental.bytes()).as("an incremental's bytes").isLessThan(IMAGE / 16);
+    Snapshot after = copies("n2", id).getFirst();
+    assertThat(millis(after)).isGreaterThan(millis(before));
+
+    // Only the owner's certificate acts on a replica: n2 asking n1 about a volume of a third node is refused.
+    assertThat(id).endsWith(".n1");
+    String notN2s = id.substring(0, id.length() - ".n1".length()) + ".n3";
+    Replicator.Attempt foreign = replicator("n2").replicate(notN2s, "n1");
+    assertThat(foreign.failure()).get().satisfies(f ->
+        assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
+
+    unstage("n1", id, mount);
+    Volume restored = cluster.csi("n2").createVolume(PeersTest.create("restored", "auto", IMAGE).toBuilder()
+        .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(after.getSnapshotId())))
+        .build()).getVolume();
+    Path restoredMount = stage("n2", restored.getVolumeId());
+    assertThat(checkRecords(restoredMount.resolve("records"))).isEqualTo(600);
+    unstage("n2", restored.getVolumeId(), restoredMount);
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
+
+    assertThat(replicator("n1").deleteReplica(id, "n2")).isTrue();
+    assertThat(filesBelow("n2", "replicas")).isEmpty();
+    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    assertThat(filesBelow("n1", "replication")).as("the owner's points go with the volume").isEmpty();
+  }
+
+  private boolean noPartial() {
+    try {
+      return filesBelow("n2", "replicas").stream().noneMatch(f -> f.endsWith(".partial"));
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+}
