@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.testing.GrpcOutcomes;
+import dev.caravan.csi.v1.CapacityRange;
+import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.ListSnapshotsRequest;
@@ -258,10 +260,16 @@ class ReplicationOnFileTest {
     lost.remove("n1");
     cluster.startNode("n1");
     unstage("n1", id, mount);
-    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
-    assertThat(filesBelow("n2", "replicas")).as("the replica goes with its volume").isEmpty();
+    // The replica node is down when the volume is deleted: its replica is kept (the owner logs it), not lost track of.
+    List<String> replica = filesBelow("n2", "replicas");
+    cluster.stopNode("n2");
+    cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(filesBelow("n1", "replication")).as("the owner's points go with the volume").isEmpty();
     assertThat(filesBelow("n1", "volumes")).as("the owner's volumes").isEmpty();
+    cluster.startNode("n2");
+    assertThat(filesBelow("n2", "replicas")).as("the replica of a node that was down, kept").isEqualTo(replica);
+    assertThat(replicator("n1").deleteReplica(id, "n2")).isTrue();
+    assertThat(filesBelow("n2", "replicas")).as("the replica, deleted again once its node answers").isEmpty();
   }
 
   /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
@@ -322,10 +330,20 @@ class ReplicationOnFileTest {
         assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
 
     unstage("n1", id, mount);
+    // The volume grows: the next copy grows with it, by the changed blocks still.
+    cluster.csi("n2").controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
+        .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(IMAGE + 32 * MIB)).build());
+    Replicator.Attempt grown = replicator("n1").replicate(id, "n2");
+    assertThat(grown.failure()).as("the grown volume's round's failure").isEmpty();
+    assertThat(grown.bytes()).as("a grown volume's incremental's bytes").isLessThan(IMAGE / 16);
+    Snapshot larger = copies("n2", id).getFirst();
+    assertThat(larger.getSizeBytes()).isEqualTo(IMAGE + 32 * MIB);
+
     Volume restored = cluster.csi("n2").createVolume(PeersTest.create("restored", "auto", IMAGE).toBuilder()
         .setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
-            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(after.getSnapshotId())))
+            VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(larger.getSnapshotId())))
         .build()).getVolume();
+    assertThat(restored.getCapacityBytes()).isEqualTo(IMAGE + 32 * MIB);
     Path restoredMount = stage("n2", restored.getVolumeId());
     assertThat(checkRecords(restoredMount.resolve("records"))).isEqualTo(600);
     unstage("n2", restored.getVolumeId(), restoredMount);
