@@ -32,6 +32,8 @@ import java.util.stream.Stream;
  *   volumes/&lt;id&gt;.meta           the volume's record (properties), replaced atomically
  *   snapshots/&lt;id&gt;.img, .img.partial, .meta   the same for snapshots
  *   freezing/&lt;volume id&gt;     a freeze of the volume's filesystem in progress ({@link Freezes})
+ *   replication/&lt;volume id&gt;/  a replicated volume's settings and replication points ({@link FileReplication})
+ *   replicas/rep-&lt;hash&gt;/      another node's volume's replica held here ({@link FileReplication})
  * </pre>
  */
 final class FileStore {
