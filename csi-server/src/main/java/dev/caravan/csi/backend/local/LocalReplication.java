@@ -159,9 +159,18 @@ final class LocalReplication implements Replication {
         millis = Math.max(millis, Long.parseLong(existing.getLast().name().substring(SNAPSHOT_PREFIX.length())) + 1);
       }
       String name = SNAPSHOT_PREFIX + millis;
-      // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
-      controller.snapshotMaybeFrozen(v.dataset(), name, Map.of(LocalController.PROP_NAME, mark(v)),
-          config.freezeOnSnapshot());
+      try {
+        // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
+        ZfsErrorsToCsi.run(() -> controller.snapshotMaybeFrozen(v.dataset(), name,
+            Map.of(LocalController.PROP_NAME, mark(v)), config.freezeOnSnapshot()));
+      } catch (CsiException e) {
+        if (e.kind() != CsiException.Kind.RESOURCE_EXHAUSTED) {
+          throw e;
+        }
+        throw new CsiException(CsiException.Kind.RESOURCE_EXHAUSTED, "no room for the replication snapshot of "
+            + volumeId + ": " + e.getMessage() + ". Nothing was sent and the copies stay at their last snapshot;"
+            + " free space where " + v.dataset() + " lives (its pool, or a quota above it) for the next round", e);
+      }
       return new Point(name, zfs.properties(v.dataset() + "@" + name).guid());
     });
   }
