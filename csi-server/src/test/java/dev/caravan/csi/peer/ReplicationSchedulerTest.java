@@ -144,6 +144,11 @@ class ReplicationSchedulerTest {
     }
 
     @Override
+    public String afterABrokenStream() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
     public boolean deleteReplica(String volumeId) {
       throw new UnsupportedOperationException();
     }

@@ -275,6 +275,11 @@ final class LocalReplication implements Replication {
   }
 
   @Override
+  public String afterABrokenStream() {
+    return "the partial receive is kept, and the next round resumes it";
+  }
+
+  @Override
   public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException {
     if (!isReplicationSnapshotName(snapshot) || snapshot.contains("@") || snapshot.contains("/")) {
       throw CsiException.invalid("snapshot '" + IdRules.printable(snapshot) + "' is not a replication snapshot's name");
