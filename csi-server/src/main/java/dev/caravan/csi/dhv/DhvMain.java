@@ -72,9 +72,12 @@ public final class DhvMain {
    */
   static int run(String[] args, Map<String, String> env, PrintStream out, Supplier<String> storageNode) {
     Optional<Operation> op = Optional.empty();
+    Optional<Path> passphraseFile = Optional.empty();
+    String volumeId = "";
     try {
       Invocation inv = Invocation.parse(args);
       op = Optional.of(inv.operation());
+      passphraseFile = inv.passphraseFile();
       if (inv.operation() == Operation.FINGERPRINT) {
         out.println(fingerprint(inv.mode()));
         return 0;
@@ -85,6 +88,7 @@ public final class DhvMain {
             + " volumes at create");
       }
       DhvRequest req = DhvRequest.from(inv.operation(), env);
+      volumeId = req.volumeId();
       LOG.log(System.Logger.Level.INFO, inv.operation().id() + " volume " + req.volumeId() + " ('"
           + dev.caravan.csi.backend.IdRules.printable(req.volumeName()) + "') on node " + req.nodeId());
       DhvStore store = new DhvStore(inv.dataDir());
@@ -106,6 +110,12 @@ public final class DhvMain {
     } catch (DhvException e) {
       return fail(out, op, e.getMessage(), e.exitStatus());
     } catch (CsiException e) {
+      if (e.kind() == CsiException.Kind.UNAUTHENTICATED && passphraseFile.isPresent()) {
+        // The backend names the CSI secret it was given; a DHV operator never wrote one: the file is
+        // where the passphrase came from.
+        return fail(out, op, "passphrase file " + passphraseFile.get() + " does not open volume " + volumeId
+            + ": it holds another passphrase than the one the volume was encrypted with", DhvException.FAILED);
+      }
       int status = switch (e.kind()) {
         case INVALID_ARGUMENT, OUT_OF_RANGE, ALREADY_EXISTS -> DhvException.INVALID;
         default -> DhvException.FAILED;

@@ -2,18 +2,27 @@ package dev.caravan.csi.dhv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.support.Json;
+import dev.caravan.csi.testing.RootLog;
 import dev.caravan.csi.testing.TestClassPath;
 import dev.caravan.csi.dhv.DhvEnv.Node;
 import dev.caravan.csi.dhv.DhvEnv.Volume;
 import dev.caravan.csi.dhv.NomadDhvRunner.Outcome;
 import dev.caravan.storage.block.LoopDevice;
 import dev.caravan.storage.block.LoopDevices;
+import dev.caravan.storage.block.Probe;
+import dev.caravan.storage.crypt.Luks2;
+import dev.caravan.storage.crypt.Mapping;
 import dev.caravan.storage.fs.Filesystems;
 import dev.caravan.storage.mount.MountEntry;
 import dev.caravan.storage.mount.MountTable;
 import dev.caravan.storage.mount.Mounts;
+import dev.caravan.storage.testing.Bytes;
 import dev.caravan.storage.testing.HostRequirements;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -59,7 +68,7 @@ class DhvPluginOnFileTest {
 
   /** Whatever a failed test left mounted or attached under its directory goes, before the directory does. */
   @AfterEach
-  void tearDown() {
+  void tearDown() throws IOException {
     if (!HostRequirements.isRoot()) {
       return;
     }
@@ -67,6 +76,14 @@ class DhvPluginOnFileTest {
         .sorted(Comparator.comparing((MountEntry m) -> m.mountPoint().getNameCount()).reversed()).toList();
     for (MountEntry m : mine) {
       Mounts.unmount(m.mountPoint());
+    }
+    if (Luks2.unavailableReason().isEmpty()) {
+      for (Path image : images()) {
+        String mapping = Luks2.mappingName("caravan-file:" + image.toAbsolutePath());
+        if (Luks2.status(mapping).open()) {
+          Luks2.close(mapping);
+        }
+      }
     }
     for (LoopDevice d : LoopDevices.list()) {
       if (d.backingFile().toString().startsWith(work.toString())) {
@@ -447,6 +464,83 @@ class DhvPluginOnFileTest {
     assertThat(loopsUnderWork()).isEmpty();
   }
 
+  // ---- encryption (LUKS2: dm-crypt, the guest) ------------------------------------------------
+
+  /**
+   * {@code encryption=on} through the DHV plugin: LUKS2 on the loop device under the passphrase of the
+   * plugin's file. Immediate mode: the create mounts the mapping; what a reboot takes down (mount,
+   * mapping, loop device), the agent-start create puts back with the file's passphrase; a file that
+   * holds another passphrase, or none at all, is refused naming the file, never a passphrase, and the
+   * volume is kept. The operations run in this JVM through {@link DhvMain#run}, the entry point the
+   * executable {@code exec}s (the executable itself is tested above): a JVM start per operation costs
+   * tens of seconds under the guest's emulated CPU.
+   */
+  @Test
+  void anEncryptedVolumeIsLuks2UnderThePassphraseFileAndLeavesNoMappingBehind() throws IOException {
+    HostRequirements.assumeDmCrypt();
+    String passphrase = "dhv-file-passphrase-Hy62";
+    String wrong = "not-the-dhv-passphrase-Lp07";
+    Path keyFile = keyFile(passphrase);
+    Volume v = volume("secret", 32 * MIB).withParameters("{\"encryption\":\"on\"}");
+    Path path = nodeA.volumesDir().resolve(v.id());
+    List<String> answers = new ArrayList<>();
+    try (RootLog log = RootLog.capture()) {
+      Map<String, Object> created = inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile);
+      assertThat(created).containsEntry("path", path.toString()).containsEntry("bytes", 32 * MIB);
+      Path image = images().getFirst();
+      String mapping = Luks2.mappingName("caravan-file:" + image.toAbsolutePath());
+      Mapping open = Luks2.status(mapping);
+      assertThat(open.open()).as("the LUKS2 mapping is open").isTrue();
+      assertThat(open.sizeBytes()).as("the mapping holds the capacity asked for").isEqualTo(32 * MIB);
+      assertThat(Probe.probe(open.device().orElseThrow()).type()).contains("crypto_LUKS");
+      assertThat(MountTable.at(path).orElseThrow().source()).as("mounted from the mapping")
+          .isIn("/dev/mapper/" + mapping, "/dev/" + dmName(mapping));
+      byte[] plain = "written through the DHV mapping, never plain on disk".getBytes(StandardCharsets.UTF_8);
+      Files.write(path.resolve("data.txt"), plain);
+
+      // A reboot: the mount, the mapping and the loop device are gone; the image stays.
+      assertThat(Mounts.unmount(path)).isTrue();
+      Luks2.close(mapping);
+      loopsUnderWork().forEach(LoopDevices::detach);
+      assertThat(Bytes.contains(Files.readAllBytes(image), plain)).as("plaintext in the image").isFalse();
+
+      // The agent-start create with a file that holds another passphrase, then with no file at all.
+      Files.writeString(keyFile, wrong + "\n");
+      InProcess refused = inProcess("immediate", DhvEnv.create(nodeA, v), keyFile);
+      answers.add(refused.stdout());
+      assertThat(refused.status()).as(refused.toString()).isNotZero();
+      assertThat(refused.stdout()).contains("passphrase file " + keyFile).doesNotContain(wrong);
+      Files.delete(keyFile);
+      InProcess missing = inProcess("immediate", DhvEnv.create(nodeA, v), keyFile);
+      answers.add(missing.stdout());
+      assertThat(missing.status()).as(missing.toString()).isEqualTo(DhvException.INVALID);
+      assertThat(missing.stdout()).contains("passphrase file " + keyFile, "no such file");
+      assertThat(images()).as("a refused restore keeps the volume").containsExactly(image);
+      assertThat(Luks2.status(mapping).open()).as("a refused restore opens nothing").isFalse();
+      assertThat(MountTable.isMountPoint(path)).isFalse();
+      // The loop device the refused restore attached stays: the plugin's node journal still records the
+      // volume as staged here, as it was before the reboot. The next create uses it; the delete detaches it.
+      assertThat(loopsUnderWork()).hasSizeLessThanOrEqualTo(1);
+
+      keyFile(passphrase);
+      assertThat(inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile)).isEqualTo(created);
+      assertThat(Files.readAllBytes(path.resolve("data.txt"))).isEqualTo(plain);
+      assertThat(loopsUnderWork()).hasSize(1);
+
+      inProcessOk("immediate", DhvEnv.delete(nodeA, v, path.toString()), keyFile);
+      assertThat(Luks2.status(mapping).open()).as("no mapping left after the delete").isFalse();
+      assertThat(loopsUnderWork()).isEmpty();
+      assertThat(images()).isEmpty();
+      assertThat(path).doesNotExist();
+      assertThat(log.text()).as("the plugin's log").doesNotContain(passphrase).doesNotContain(wrong)
+          .contains("volume " + v.id());
+    }
+    assertThat(answers).noneMatch(a -> a.contains(passphrase));
+    for (Path dir : List.of(dataDir, pluginDir)) {
+      assertThat(filesContaining(dir, passphrase)).as("files under %s holding the passphrase", dir).isEmpty();
+    }
+  }
+
   // ---- helpers ---------------------------------------------------------------------------------
 
   private Path exe(String id) {
@@ -464,6 +558,55 @@ class DhvPluginOnFileTest {
   private static Outcome ok(Outcome o) {
     assertThat(o.exitStatus()).as(o.toString()).isZero();
     return o;
+  }
+
+  /** The passphrase file of an encrypted volume, owner-only, written afresh with {@code passphrase}. */
+  private Path keyFile(String passphrase) throws IOException {
+    Path f = Files.createDirectories(work.resolve("keys")).resolve("dhv.key");
+    Files.writeString(f, passphrase + "\n");
+    Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
+    return f;
+  }
+
+  private record InProcess(int status, String stdout) {}
+
+  /** One operation through {@link DhvMain#run}, with the executable's arguments and a passphrase file. */
+  private InProcess inProcess(String mode, Map<String, String> env, Path keyFile) {
+    String[] args = {"--driver", "file", "--mode", mode, "--data-dir", dataDir.toString(), "--passphrase-file",
+        keyFile.toString(), env.get("DHV_OPERATION")};
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int status;
+    try (PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8)) {
+      status = DhvMain.run(args, env, ps);
+    }
+    return new InProcess(status, out.toString(StandardCharsets.UTF_8).strip());
+  }
+
+  @SuppressWarnings("unchecked") // the plugin's answer is one JSON object
+  private Map<String, Object> inProcessOk(String mode, Map<String, String> env, Path keyFile) {
+    InProcess o = inProcess(mode, env, keyFile);
+    assertThat(o.status()).as(o.toString()).isZero();
+    return (Map<String, Object>) Json.parse(o.stdout());
+  }
+
+  /** Every regular file below {@code root} whose bytes hold {@code text}. */
+  private static List<Path> filesContaining(Path root, String text) throws IOException {
+    byte[] needle = text.getBytes(StandardCharsets.UTF_8);
+    List<Path> found = new ArrayList<>();
+    try (Stream<Path> files = Files.walk(root)) {
+      for (Path f : files.filter(Files::isRegularFile).toList()) {
+        if (Bytes.contains(Files.readAllBytes(f), needle)) {
+          found.add(f);
+        }
+      }
+    }
+    return found;
+  }
+
+  /** The kernel's dm-N name of a mapping, as the mount table may show it. */
+  private static String dmName(String mapping) throws IOException {
+    Path link = Path.of("/dev/mapper", mapping);
+    return Files.isSymbolicLink(link) ? Files.readSymbolicLink(link).getFileName().toString() : mapping;
   }
 
   /** What a reboot does to a volume: its mount and its loop device are gone; the image stays. */
