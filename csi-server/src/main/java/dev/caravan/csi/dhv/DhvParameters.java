@@ -2,6 +2,7 @@ package dev.caravan.csi.dhv;
 
 import dev.caravan.csi.backend.Encryption;
 import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.backend.ReplicationSettings;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -42,6 +43,8 @@ record DhvParameters(Map<String, String> backend, Optional<Integer> mode, Option
    */
   static DhvParameters parse(Map<String, String> given, Set<String> backendKnown, boolean passphraseFile) {
     Set<String> known = new TreeSet<>(backendKnown);
+    // Copies travel between CSI plugins over their peer channel; a host volume plugin has none.
+    known.removeAll(ReplicationSettings.PARAMETERS);
     known.addAll(ROOT);
     Map<String, String> backend = new HashMap<>();
     for (Map.Entry<String, String> e : given.entrySet()) {

@@ -345,6 +345,13 @@ class DhvPluginOnFileTest {
     assertThat((String) refused.json().get("error"))
         .contains("'compression' is not known").contains("fsType, gid, mode, uid");
     assertThat(images()).isEmpty();
+    // Replication is the CSI plugins' (over their peer channel): a host volume has no replicas.
+    Outcome replicated = NomadDhvRunner.run(exe("caravan-file"), "create",
+        DhvEnv.create(nodeA, volume("bad", 16 * MIB).withParameters("{\"replicas\":\"1\"}")), NomadDhvRunner.OP_DEADLINE);
+    assertThat(replicated.exitStatus()).as(replicated.toString()).isEqualTo(DhvException.INVALID);
+    assertThat((String) replicated.json().get("error")).contains("'replicas' is not known")
+        .doesNotContain("replicationInterval");
+    assertThat(images()).isEmpty();
 
     Map<String, String> traversal = DhvEnv.create(nodeA, volume("t", 16 * MIB));
     traversal.put("DHV_VOLUME_ID", "../../../etc");

@@ -301,9 +301,17 @@ class ReplicationOnFileTest {
     writeRandom(mount.resolve("blob"), (int) (4 * MIB), 2);
     appendRecords(mount.resolve("records"), 0, 500);
 
-    Replicator.Attempt cutFull = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, MIB));
-    assertThat(cutFull.failure()).as("the cut full stream's failure").isPresent();
-    waitFor(Duration.ofSeconds(30), () -> copies("n2", id).isEmpty() && noPartial(), "nothing of the cut stream on n2");
+    try (CapturedLog log = new CapturedLog()) {
+      Replicator.Attempt cutFull = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, MIB));
+      assertThat(cutFull.failure()).as("the cut full stream's failure").isPresent();
+      waitFor(Duration.ofSeconds(30), () -> copies("n2", id).isEmpty() && noPartial(), "nothing of the cut stream on n2");
+      // A MiB got through, so n2 was receiving when the stream broke: it says what the file backend keeps
+      // (a resumable receive is local's, not file's).
+      waitFor(Duration.ofSeconds(10), () -> !log.matching("WARNING", "broke off", id).isEmpty(),
+          "the receiving node's warning about the broken stream");
+      assertThat(log.matching("WARNING", "broke off", id)).allSatisfy(l -> assertThat(l)
+          .contains("the last complete copy is kept and the partial one removed").doesNotContain("resum"));
+    }
 
     Replicator.Attempt whole = replicator("n1").replicate(id, "n2");
     assertThat(whole.failure()).as("the full stream's failure").isEmpty();
@@ -311,17 +319,10 @@ class ReplicationOnFileTest {
     Snapshot before = copies("n2", id).getFirst();
 
     appendRecords(mount.resolve("records"), 500, 600);
-    try (CapturedLog log = new CapturedLog()) {
-      Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 4096));
-      assertThat(cut.failure()).as("the cut incremental's failure").isPresent();
-      waitFor(Duration.ofSeconds(30), this::noPartial, "the cut incremental's partial file gone on n2");
-      assertThat(copies("n2", id)).as("the last complete copy, kept").containsExactly(before);
-      // The receiving node says what the file backend keeps; a resumable receive is local's, not file's.
-      waitFor(Duration.ofSeconds(10), () -> !log.matching("WARNING", "broke off", id).isEmpty(),
-          "the receiving node's warning about the broken stream");
-      assertThat(log.matching("WARNING", "broke off", id)).allSatisfy(l -> assertThat(l)
-          .contains("the last complete copy is kept and the partial one removed").doesNotContain("resum"));
-    }
+    Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 4096));
+    assertThat(cut.failure()).as("the cut incremental's failure").isPresent();
+    waitFor(Duration.ofSeconds(30), this::noPartial, "the cut incremental's partial file gone on n2");
+    assertThat(copies("n2", id)).as("the last complete copy, kept").containsExactly(before);
 
     Replicator.Attempt incremental = replicator("n1").replicate(id, "n2");
     assertThat(incremental.failure()).as("the incremental's failure").isEmpty();
