@@ -462,6 +462,12 @@ class ReplicationOnFileTest {
       assertThat((String) f.get("next")).contains("caravan inspect " + id + "  # on node n2");
     });
     System.out.println("the owner's replication layer with n2 down:\n" + Json.pretty(value(failing, "layers", "replication")));
+    // Once the copy is older than twice the interval, the failing round is an error: the loss window has grown.
+    waitFor(Duration.ofSeconds(30), () -> findings(inspect("n1", id), "replication-failing").stream()
+        .anyMatch(f -> f.get("severity").equals("error")), "the failing round an error");
+    Map<String, Object> late = inspect("n1", id);
+    assertThat(Long.parseLong(at(late, "layers", "replication", "evidence", "copies", "n2", "copy_age_seconds")))
+        .as("the copy's age (whole seconds) once the failing round is an error").isGreaterThanOrEqualTo(10);
 
     cluster.startNode("n2");
     cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
