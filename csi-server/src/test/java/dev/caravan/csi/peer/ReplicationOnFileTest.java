@@ -426,6 +426,8 @@ class ReplicationOnFileTest {
     assertThat(findings(owner, "replication-failing")).isEmpty();
 
     Map<String, Object> replica = inspect("n2", id);
+    assertThat(cluster.node("n2").plugin.observability().inspector().inspect(id).known())
+        .as("a volume whose replica n2 holds is known there, nothing staged (the HTTP API answers it, not 404)").isTrue();
     Map<String, Object> held = object(replica, "layers", "replication", "evidence");
     assertThat(at(replica, "layers", "replication", "state")).isEqualTo("holds-copy");
     assertThat(held).containsEntry("role", "replica").containsEntry("replica_of", id);

@@ -452,10 +452,14 @@ public final class ChainInspector {
     }
 
     // ---- replication: the copies this node sends, or the one it holds ----
-    Optional<ReplicaLayer.Result> replication = replicating.map(r -> StorageReads.await(r, deadline))
+    Optional<StorageReads.Answer<Replicas.View>> replicasRead = replicating.map(r -> StorageReads.await(r, deadline));
+    Optional<ReplicaLayer.Result> replication = replicasRead
         .flatMap(a -> a.value().isPresent() ? ReplicaLayer.of(volumeId, a.value().get(), clock.instant())
             : Optional.of(ReplicaLayer.unread(a.error().map(e -> "unread: " + e.getMessage())
                 .orElse("the storage did not answer within " + waited))));
+    // A replica held here, or a volume replicated from here, is known to this node even with nothing staged.
+    boolean replicated = replicasRead.flatMap(StorageReads.Answer::value)
+        .filter(v -> v.owned().isPresent() || v.held().isPresent()).isPresent();
     replication.ifPresent(r -> findings.addAll(r.findings()));
 
     // ---- Nomad ----
@@ -501,7 +505,7 @@ public final class ChainInspector {
 
     // A volume Nomad names is known, whatever the storage says: its absence there is a finding, not a 404.
     boolean known = object.exists() || record.isPresent() || device.isPresent() || nomadVolume.isPresent()
-        || peerResult.map(PeerLayer.Result::heldSomewhere).orElse(false);
+        || peerResult.map(PeerLayer.Result::heldSomewhere).orElse(false) || replicated;
     Map<String, Object> layers = new LinkedHashMap<>();
     layers.put("backend", layer(backendState, backendEvidence));
     layers.put("attachment", layer(attachState, attachEvidence));
