@@ -96,9 +96,12 @@ public interface Replication {
    * Receives a stream into the volume's replica here; then destroys the replica's older replication
    * snapshots, keeping the newest. A FULL stream is refused (FAILED_PRECONDITION) where
    * the replica holds a complete snapshot: the copy is never destroyed before a new one is whole. A stream that
-   * breaks off leaves the receive partial and resumable.
+   * breaks off (an IOException from {@code in}) leaves what {@link #afterABrokenStream()} says.
    */
   Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException;
+
+  /** What a receive that a broken stream cut short leaves here, in words for the log and the sender. */
+  String afterABrokenStream();
 
   /**
    * Destroys the volume's replica here (its snapshots, a partial receive, then the dataset, one leaf

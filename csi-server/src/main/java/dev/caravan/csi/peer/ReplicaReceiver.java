@@ -24,8 +24,8 @@ import java.util.function.Consumer;
  * InputStream} that the backend's receive reads on a thread of its own. One chunk is asked for at a
  * time, when the receive has taken the one before, so gRPC's flow control holds the sender to the
  * pace of the receiving pool and nothing queues up here. A stream that breaks off (the sender
- * cancels, the connection drops, the deadline passes) ends the InputStream with an IOException, which
- * leaves the receive partial and resumable.
+ * cancels, the connection drops, the deadline passes) ends the InputStream with an IOException; what
+ * the receive leaves then is the backend's to say ({@link Replication#afterABrokenStream()}).
  */
 final class ReplicaReceiver implements StreamObserver<ReplicateChunk> {
   private static final System.Logger LOG = System.getLogger(ReplicaReceiver.class.getName());
@@ -115,20 +115,23 @@ final class ReplicaReceiver implements StreamObserver<ReplicateChunk> {
     Thread.ofVirtual().name("replica-receive " + volume).start(() -> {
       try (InputStream in = new Chunks()) {
         Replication.Point p = replication.receive(volume, h.getSnapshot(), kind, in);
-        out.onNext(ReplicateAnswer.newBuilder().setSnapshot(p.name()).setGuid(p.guid()).build());
-        out.onCompleted();
+        answer(volume, () -> {
+          out.onNext(ReplicateAnswer.newBuilder().setSnapshot(p.name()).setGuid(p.guid()).build());
+          out.onCompleted();
+        });
       } catch (CsiException e) {
         LOG.log(System.Logger.Level.WARNING, "receive into the replica of {0} failed: {1}", volume, e.getMessage());
-        out.onError(Rpc.status(e).asRuntimeException());
+        answer(volume, () -> out.onError(Rpc.status(e).asRuntimeException()));
       } catch (IOException e) {
-        LOG.log(System.Logger.Level.WARNING, "the stream for the replica of {0} broke off; the receive is kept,"
-            + " resumable: {1}", volume, e.getMessage());
-        out.onError(Status.ABORTED.withDescription("the stream broke off (" + e.getMessage()
-            + "); the partial receive is kept and resumable").asRuntimeException());
+        String left = replication.afterABrokenStream();
+        LOG.log(System.Logger.Level.WARNING, "the stream for the replica of {0} broke off; {1}: {2}", volume, left,
+            e.getMessage());
+        answer(volume, () -> out.onError(Status.ABORTED.withDescription("the stream broke off (" + e.getMessage()
+            + "); " + left).asRuntimeException()));
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.ERROR, "receive into the replica of " + volume + " failed", e);
-        out.onError(Status.INTERNAL.withDescription("receive into the replica failed: " + e.getMessage())
-            .asRuntimeException());
+        answer(volume, () -> out.onError(Status.INTERNAL.withDescription("receive into the replica failed: "
+            + e.getMessage()).asRuntimeException()));
       } finally {
         receiving.remove(volume);
       }
@@ -181,4 +184,18 @@ final class ReplicaReceiver implements StreamObserver<ReplicateChunk> {
       return n;
     }
   }
+
+  /**
+   * Answers the sender, unless the call has gone: a plugin stopping while a receive runs has shut the
+   * call's transport down, and answering it then throws from the transport, not from the receive.
+   */
+  private static void answer(String volume, Runnable answer) {
+    try {
+      answer.run();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.INFO, "the stream for the replica of {0} is gone; its answer is dropped: {1}",
+          volume, e.toString());
+    }
+  }
+
 }

@@ -27,16 +27,23 @@ import java.util.concurrent.TimeUnit;
  * interval: one round per volume at a time, each replica node in turn ({@link Replicator}). Which
  * volumes are replicated, and where, is read from the volumes themselves at every tick, so a
  * restarted plugin carries on where the last one stopped; only the time of each volume's next round
- * is kept in memory (after a restart the first round is at once). After a round in which every
- * replica node answered, the owner's replication snapshots that no replica needs are destroyed: each
- * replica's newest, and what an interrupted stream needs to resume, are kept.
+ * is kept in memory (after a restart the first round is at once). After each round the owner's
+ * replication snapshots that no replica needs are destroyed: each replica's newest, and what an
+ * interrupted stream needs to resume, are kept. For a replica node that did not answer, what it
+ * needed when it last answered is kept; one that has not answered since the plugin started keeps
+ * every snapshot from being destroyed, since nothing says what it holds.
  */
 final class ReplicationScheduler implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(ReplicationScheduler.class.getName());
   static final Duration TICK = Duration.ofSeconds(1);
 
+  /** One attempt to bring a volume's replica on a node up to date ({@link Replicator#replicate}). */
+  interface Sender {
+    Replicator.Attempt replicate(String volumeId, String node);
+  }
+
   private final Replication local;
-  private final Replicator replicator;
+  private final Sender replicator;
   private final Clock clock;
   private final ScheduledExecutorService timer;
   private final ExecutorService rounds = Executors.newVirtualThreadPerTaskExecutor();
@@ -46,6 +53,8 @@ final class ReplicationScheduler implements AutoCloseable {
   private final Object roundEnded = new Object();
   /** (volume, node) to when the last round that brought that replica up to date started. */
   private final Map<List<String>, Instant> upToDate = new ConcurrentHashMap<>();
+  /** (volume, node) to the GUIDs of the snapshots that replica needed when it last answered. */
+  private final Map<List<String>, Set<Long>> needs = new ConcurrentHashMap<>();
   private volatile Metrics metrics = Metrics.NONE;
   /** When this scheduler started: rounds before it (an earlier plugin's) are not known here. */
   private final Instant since;
@@ -63,7 +72,7 @@ final class ReplicationScheduler implements AutoCloseable {
    */
   record LastRound(Instant started, Instant ended, Optional<String> error, OptionalLong newest) {}
 
-  ReplicationScheduler(Replication local, Replicator replicator, Clock clock) {
+  ReplicationScheduler(Replication local, Sender replicator, Clock clock) {
     this.local = local;
     this.replicator = replicator;
     this.clock = clock;
@@ -125,6 +134,7 @@ final class ReplicationScheduler implements AutoCloseable {
     upToDate.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
     last.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
     seen = Map.copyOf(volumes);
+    needs.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
     Instant now = clock.instant();
     for (Map.Entry<String, ReplicationSettings> e : volumes.entrySet()) {
       String id = e.getKey();
@@ -147,7 +157,8 @@ final class ReplicationScheduler implements AutoCloseable {
     }
   }
 
-  private void round(String id, ReplicationSettings settings) {
+  /** One round of volume {@code id}: each replica node in turn, then the pruning. */
+  void round(String id, ReplicationSettings settings) {
     try {
       List<Replicator.Attempt> attempts = new ArrayList<>();
       for (String node : settings.nodes()) {
@@ -169,12 +180,24 @@ final class ReplicationScheduler implements AutoCloseable {
           upToDate.put(List.of(id, node), started);
         }
       }
-      if (attempts.stream().allMatch(Replicator.Attempt::known)) {
-        Set<Long> keep = new HashSet<>();
-        for (Replicator.Attempt a : attempts) {
-          a.shared().ifPresent(keep::add);
-          a.inFlight().ifPresent(keep::add);
+      Set<Long> keep = new HashSet<>();
+      boolean everyNeedKnown = true;
+      for (Replicator.Attempt a : attempts) {
+        List<String> key = List.of(id, a.node());
+        if (a.known()) {
+          Set<Long> needed = new HashSet<>();
+          a.shared().ifPresent(needed::add);
+          a.inFlight().ifPresent(needed::add);
+          needs.put(key, Set.copyOf(needed));
         }
+        Set<Long> needed = needs.get(key);
+        if (needed == null) {
+          everyNeedKnown = false; // not answered since the start: it may need any of them
+        } else {
+          keep.addAll(needed);
+        }
+      }
+      if (everyNeedKnown) {
         local.prune(id, keep);
       }
     } catch (RuntimeException e) {

@@ -95,7 +95,14 @@ final class Replicator {
     OptionalLong known = shared;
     Optional<Replication.Point> base = full || known.isEmpty() ? Optional.empty()
         : mine.stream().filter(p -> p.guid() == known.getAsLong()).findFirst();
-    Replication.Point next = local.takeReplicationSnapshot(volumeId);
+    OptionalLong kept = base.isPresent() ? OptionalLong.of(base.get().guid()) : OptionalLong.empty();
+    Replication.Point next;
+    try {
+      next = local.takeReplicationSnapshot(volumeId);
+    } catch (RuntimeException e) {
+      // No room for the snapshot, say: a failure of this attempt, counted and logged as any other.
+      return new Attempt(node, true, kept, OptionalLong.empty(), bytes, Optional.of(e));
+    }
     try {
       long[] sent = new long[1];
       stream(client, volumeId, next.name(),
@@ -104,7 +111,6 @@ final class Replicator {
       bytes += sent[0];
       return new Attempt(node, true, OptionalLong.of(next.guid()), OptionalLong.empty(), bytes, Optional.empty());
     } catch (RuntimeException e) {
-      OptionalLong kept = base.isPresent() ? OptionalLong.of(base.get().guid()) : OptionalLong.empty();
       return new Attempt(node, true, kept, OptionalLong.of(next.guid()), bytes, Optional.of(e));
     }
   }

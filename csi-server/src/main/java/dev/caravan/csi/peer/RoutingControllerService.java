@@ -126,7 +126,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     this.locks = locks;
     this.authority = authority;
     this.replicator = backend.replication().map(r -> new Replicator(r, clients));
-    this.scheduler = backend.replication().map(r -> new ReplicationScheduler(r, replicator.orElseThrow(),
+    this.scheduler = backend.replication().map(r -> new ReplicationScheduler(r, replicator.orElseThrow()::replicate,
         Clock.systemUTC()));
   }
 

@@ -317,10 +317,17 @@ class ReplicationOnFileTest {
     Snapshot before = copies("n2", id).getFirst();
 
     appendRecords(mount.resolve("records"), 500, 600);
-    Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 4096));
-    assertThat(cut.failure()).as("the cut incremental's failure").isPresent();
-    waitFor(Duration.ofSeconds(30), this::noPartial, "the cut incremental's partial file gone on n2");
-    assertThat(copies("n2", id)).as("the last complete copy, kept").containsExactly(before);
+    try (CapturedLog log = new CapturedLog()) {
+      Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 4096));
+      assertThat(cut.failure()).as("the cut incremental's failure").isPresent();
+      waitFor(Duration.ofSeconds(30), this::noPartial, "the cut incremental's partial file gone on n2");
+      assertThat(copies("n2", id)).as("the last complete copy, kept").containsExactly(before);
+      // The receiving node says what the file backend keeps; a resumable receive is local's, not file's.
+      waitFor(Duration.ofSeconds(10), () -> !log.matching("WARNING", "broke off", id).isEmpty(),
+          "the receiving node's warning about the broken stream");
+      assertThat(log.matching("WARNING", "broke off", id)).allSatisfy(l -> assertThat(l)
+          .contains("the last complete copy is kept and the partial one removed").doesNotContain("resum"));
+    }
 
     Replicator.Attempt incremental = replicator("n1").replicate(id, "n2");
     assertThat(incremental.failure()).as("the incremental's failure").isEmpty();
@@ -401,7 +408,7 @@ class ReplicationOnFileTest {
 
     // A plugin that has just started knows no round yet, and says so: a scheduler over n1's volumes that has run none.
     ControllerBackend n1 = cluster.node("n1").plugin.backend().controller();
-    try (ReplicationScheduler fresh = new ReplicationScheduler(n1.replication().orElseThrow(), replicator("n1"),
+    try (ReplicationScheduler fresh = new ReplicationScheduler(n1.replication().orElseThrow(), replicator("n1")::replicate,
         Clock.systemUTC())) {
       ReplicaLayer.Result none = ReplicaLayer.of(id, new ReplicaView(n1, "n1", Optional.of(fresh)).of(id),
           Instant.now()).orElseThrow();

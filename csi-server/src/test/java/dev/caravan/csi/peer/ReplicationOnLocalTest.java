@@ -3,7 +3,12 @@ package dev.caravan.csi.peer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
+import dev.caravan.csi.observe.metrics.Metrics;
+import dev.caravan.csi.peer.v1.ReplicateAnswer;
+import dev.caravan.csi.peer.v1.ReplicateChunk;
+import dev.caravan.csi.peer.v1.ReplicateHeader;
 import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
@@ -12,6 +17,7 @@ import dev.caravan.csi.v1.ListSnapshotsResponse;
 import dev.caravan.csi.v1.Snapshot;
 import dev.caravan.csi.v1.VolumeContentSource;
 import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
 import dev.caravan.csi.v1.Volume;
 import dev.caravan.storage.testing.HostRequirements;
 import java.io.FilterOutputStream;
@@ -21,6 +27,7 @@ import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -28,6 +35,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -182,6 +192,15 @@ class ReplicationOnLocalTest {
     return out.toString(java.nio.charset.StandardCharsets.UTF_8).lines().filter(l -> l.startsWith(prefix)).toList();
   }
 
+  /** n1's failed rounds to the replica {@code labels} name. */
+  static double failures(String labels) {
+    try {
+      return cluster.metric("n1", "caravan_replication_failures_total", labels);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
   static final class CutAfter extends FilterOutputStream {
     private long left;
@@ -200,6 +219,81 @@ class ReplicationOnLocalTest {
       }
       left -= len;
       out.write(b, off, len);
+    }
+  }
+
+  /** An output that stops after {@code limit} bytes until {@code go} opens: the test kills a node meanwhile. */
+  static final class PauseAfter extends FilterOutputStream {
+    private final CountDownLatch paused;
+    private final CountDownLatch go;
+    private long left;
+
+    PauseAfter(OutputStream out, long limit, CountDownLatch paused, CountDownLatch go) {
+      super(out);
+      this.left = limit;
+      this.paused = paused;
+      this.go = go;
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      if (left >= 0 && len > left) {
+        out.write(b, off, (int) left);
+        off += (int) left;
+        len -= (int) left;
+        left = -1;
+        out.flush();
+        paused.countDown();
+        try {
+          go.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while paused", e);
+        }
+      } else if (left >= 0) {
+        left -= len;
+      }
+      out.write(b, off, len);
+    }
+  }
+
+  /** SHA-256 of {@code bytes} of the seeded random data {@link #write} writes. */
+  static String digestOf(int bytes, long seed) throws Exception {
+    byte[] data = new byte[bytes];
+    new Random(seed).nextBytes(data);
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+  }
+
+  /** The owner's replication snapshots of {@code dataset} (taken by replication: repl-<13 digits>). */
+  static List<String> replicationSnapshots(String dataset) {
+    return snapshotsOf(dataset).stream().filter(s -> s.matches(".*@repl-[0-9]{13,}")).toList();
+  }
+
+  /** What {@code caller}'s certificate gets from {@code node} for a Replicate stream of {@code volumeId}. */
+  static Throwable replicateAs(String caller, String node, String volumeId) throws Exception {
+    PeerCluster.Node target = cluster.node(node);
+    try (PeerClient c = new PeerClient(node, target.address(), PeerCa.open(cluster.node(caller).tls()),
+        Duration.ofMinutes(3), new RefusalLog(caller, Metrics.NONE, Clock.systemUTC()))) {
+      CompletableFuture<Throwable> ended = new CompletableFuture<>();
+      StreamObserver<ReplicateChunk> requests = c.streaming(Duration.ofMinutes(3)).replicate(
+          new StreamObserver<ReplicateAnswer>() {
+            @Override
+            public void onNext(ReplicateAnswer value) {}
+
+            @Override
+            public void onError(Throwable t) {
+              ended.complete(t);
+            }
+
+            @Override
+            public void onCompleted() {
+              ended.complete(new AssertionError("the stream was accepted"));
+            }
+          });
+      requests.onNext(ReplicateChunk.newBuilder().setHeader(ReplicateHeader.newBuilder().setIdempotencyKey("k-1")
+          .setVolumeId(volumeId).setSnapshot("repl-1796439394035").setKind(ReplicateHeader.Kind.FULL)).build());
+      requests.onCompleted();
+      return ended.get(3, TimeUnit.MINUTES);
     }
   }
 
@@ -237,9 +331,41 @@ class ReplicationOnLocalTest {
     assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica + "@")).toList())
         .as("the replica keeps only its newest replication snapshot").containsExactly(newest);
 
+    // The receiving plugin stopped mid-stream: n2's plugin shuts down with an incremental half received (in
+    // process: a forked plugin JVM takes minutes to start in the emulated guest). The partial receive is kept;
+    // once n2 is back, the next round sends only its rest, then an incremental.
+    write(ds, 40 * MIB, (int) (4 * MIB), 4);
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch go = new CountDownLatch(1);
+    CompletableFuture<Replicator.Attempt> killed;
+    try {
+      killed = CompletableFuture.supplyAsync(
+          () -> replicator("n1").replicate(id, "n2", out -> new PauseAfter(out, 2 * MIB, paused, go)));
+      assertThat(paused.await(3, TimeUnit.MINUTES)).as("2 MiB of the stream sent").isTrue();
+      Thread.sleep(1000); // the receiver takes what flow control let through
+      cluster.stopNode("n2");
+    } finally {
+      go.countDown();
+      if (cluster.node("n2").plugin == null) {
+        cluster.startNode("n2");
+      }
+    }
+    assertThat(killed.get(3, TimeUnit.MINUTES).failure()).as("the attempt whose receiver stopped").isPresent();
+    waitFor(Duration.ofSeconds(30), () -> !getOr("receive_resume_token", replica, "-").equals("-"),
+        "a resumable partial receive on n2 after its plugin stopped");
+    Replicator.Attempt afterKill = replicator("n1").replicate(id, "n2");
+    assertThat(afterKill.failure()).as("the round after n2's restart").isEmpty();
+    assertThat(get("receive_resume_token", replica)).as("no partial receive left").isEqualTo("-");
+    String afterKillNewest = newestSnapshot(replica);
+    assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica)).toList())
+        .as("the replica and its one newest snapshot, nothing half received").containsExactly(replica, afterKillNewest);
+    assertThat(get("guid", afterKillNewest))
+        .isEqualTo(get("guid", ds + afterKillNewest.substring(afterKillNewest.indexOf('@'))));
+
     // The owner loses every replication snapshot (destroyed by hand): only a full stream could bring the copy
     // up to date, and it would destroy the copy before the new one is whole. The copy is kept; the round fails.
-    String newestGuid = get("guid", newest);
+    String kept = newestSnapshot(replica);
+    String newestGuid = get("guid", kept);
     for (String own : snapshotsOf(ds)) {
       GuestPools.run("zfs", "destroy", own);
     }
@@ -248,14 +374,45 @@ class ReplicationOnLocalTest {
       assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
       assertThat(Status.fromThrowable(f).getDescription()).contains("Destroy " + replica);
     });
-    assertThat(newestSnapshot(replica)).as("the copy, kept").isEqualTo(newest);
-    assertThat(get("guid", newest)).as("the copy's snapshot, the same one").isEqualTo(newestGuid);
+    assertThat(newestSnapshot(replica)).as("the copy, kept").isEqualTo(kept);
+    assertThat(get("guid", kept)).as("the copy's snapshot, the same one").isEqualTo(newestGuid);
 
     // Only the owner's certificate acts on a replica: n2 asking n1 about a volume of a third node is refused.
     String notN2s = id.replace("local/v1/n1/", "local/v1/n3/");
     Replicator.Attempt foreign = replicator("n2").replicate(notN2s, "n1");
     assertThat(foreign.failure()).get().satisfies(f ->
         assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.PERMISSION_DENIED));
+
+    assertThat(replicateAs("n2", "n1", notN2s)).satisfies(f ->
+        assertThat(Status.fromThrowable(f).getCode()).as("Replicate with n2's certificate for n3's volume")
+            .isEqualTo(Status.Code.PERMISSION_DENIED));
+    assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> replicator("n2").deleteReplica(notN2s, "n1")))
+        .satisfies(f -> assertThat(Status.fromThrowable(f).getCode())
+            .as("DeleteReplica with n2's certificate for n3's volume").isEqualTo(Status.Code.PERMISSION_DENIED));
+
+    // The owner's pool full (a quota on its parent dataset leaves no room for the snapshot of the data written
+    // since the last one, which the zvol's reservation must cover again): the round fails naming the cause,
+    // nothing is left behind on either side, and the volume takes writes as before.
+    String parent = pools.pool("n1") + "/" + GuestPools.PARENT;
+    write(ds, 0, (int) (4 * MIB), 5); // 4 MiB written since the last snapshot: its snapshot needs that room
+    List<String> ownerBefore = snapshotsOf(ds);
+    List<String> replicaBefore = pools.objects("n2");
+    GuestPools.run("zfs", "set", "quota=" + (GuestPools.numeric("used", parent) + MIB), parent);
+    try {
+      Replicator.Attempt noRoom = replicator("n1").replicate(id, "n2");
+      assertThat(noRoom.failure()).as("a round with the owner's pool full").get().satisfies(f -> {
+        assertThat(f).isInstanceOf(CsiException.class);
+        assertThat(((CsiException) f).kind()).isEqualTo(CsiException.Kind.RESOURCE_EXHAUSTED);
+        assertThat(f.getMessage()).contains("no room for the replication snapshot of " + id).contains(ds);
+      });
+      assertThat(noRoom.bytes()).isZero();
+      assertThat(snapshotsOf(ds)).as("the owner's snapshots after the round").isEqualTo(ownerBefore);
+      assertThat(pools.objects("n2")).as("the replica node's datasets after the round").isEqualTo(replicaBefore);
+      write(ds, 0, (int) MIB, 6);
+      assertThat(digest(ds, (int) MIB)).as("a write to the volume with its pool full").isEqualTo(digestOf((int) MIB, 6));
+    } finally {
+      GuestPools.run("zfs", "set", "quota=none", parent);
+    }
 
     assertThat(replicator("n1").deleteReplica(id, "n2")).isTrue();
     assertThat(replicas("n2")).isEmpty();
@@ -303,6 +460,35 @@ class ReplicationOnLocalTest {
     assertThat(metricLines("n1", "caravan_replication_lag_seconds{" + labels + "} "))
         .as("n2's replica's age").singleElement().satisfies(l ->
             assertThat(Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).isBetween(0.0, 60.0));
+
+    // The replica node is down for several intervals: every round fails, counted and logged naming the node,
+    // and the owner takes no snapshot meanwhile. Back up, the copy is brought up to date incrementally.
+    double failedBefore = cluster.metric("n1", "caravan_replication_failures_total", labels);
+    double sentBefore = cluster.metric("n1", "caravan_replication_sent_bytes_total", labels);
+    long down;
+    try (CapturedLog log = new CapturedLog()) {
+      cluster.stopNode("n2");
+      try {
+        write(ds, 8 * MIB, (int) MIB, 4);
+        waitFor(Duration.ofSeconds(90), () -> failures(labels) >= failedBefore + 1, "a failed round");
+        down = System.currentTimeMillis(); // every round from here on fails before it takes a snapshot
+        waitFor(Duration.ofSeconds(90), () -> failures(labels) >= failedBefore + 3, "three failed rounds");
+        assertThat(log.matching("WARNING", "replication of " + id + " to node n2 failed"))
+            .as("the owner's log while n2 is down").hasSizeGreaterThanOrEqualTo(3);
+        assertThat(replicationSnapshots(ds)).as("the owner's replication snapshots while n2 is down")
+            .hasSizeLessThanOrEqualTo(2)
+            .allSatisfy(s -> assertThat(Long.parseLong(s.substring(s.indexOf("@repl-") + 6))).isLessThan(down));
+      } finally {
+        cluster.startNode("n2");
+      }
+    }
+    waitFor(Duration.ofSeconds(90), () -> snapshotsOf(replica).stream()
+        .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > down), "a replica newer than the outage");
+    double sentAfter = cluster.metric("n1", "caravan_replication_sent_bytes_total", labels) - sentBefore;
+    assertThat(sentAfter).as("bytes sent to bring n2 up to date after the outage (1 MiB written)")
+        .isGreaterThan(0).isLessThan(4 * MIB);
+    assertThat(replicationSnapshots(ds).size()).as("the owner's replication snapshots after the outage")
+        .isLessThanOrEqualTo(2);
 
     // The owner is lost: its plugin stops and its pool is gone; discovery no longer lists it.
     cluster.stopNode("n1");

@@ -419,6 +419,11 @@ final class FileReplication implements Replication {
   }
 
   @Override
+  public String afterABrokenStream() {
+    return "the last complete copy is kept and the partial one removed; the next round sends again";
+  }
+
+  @Override
   public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException {
     requirePointName(snapshot);
     if (kind == StreamKind.RESUME) {

@@ -14,6 +14,8 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * CreateVolume (and GetCapacity) parameters of the {@code local} backend, parsed and checked. Every
@@ -46,8 +48,10 @@ record LocalParameters(
   static final String VOLBLOCKSIZE = "volblocksize";
   static final String SPARSE = "sparse";
   static final String COMPRESSION = "compression";
-  static final Set<String> KNOWN = Set.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION,
-      Encryption.PARAMETER, ReplicationSettings.REPLICAS, ReplicationSettings.INTERVAL, ReplicationSettings.NODES);
+  /** This backend's own keys, encryption's, and replication's as {@link ReplicationSettings#PARAMETERS} lists them. */
+  static final Set<String> KNOWN = Stream.concat(
+      Stream.of(POOL, HOST, FS_TYPE, VOLBLOCKSIZE, SPARSE, COMPRESSION, Encryption.PARAMETER),
+      ReplicationSettings.PARAMETERS.stream()).collect(Collectors.toUnmodifiableSet());
 
   static final String AUTO = "auto";
   static final long DEFAULT_BLOCK = 16 * 1024;

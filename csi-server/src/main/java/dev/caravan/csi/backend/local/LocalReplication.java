@@ -106,8 +106,19 @@ final class LocalReplication implements Replication {
    * pruning and DeleteVolume never destroy it, and DeleteVolume counts it as the volume's snapshot.
    */
   boolean isOwnSnapshot(VolumeId v, String snapshot) {
-    return isReplicationSnapshotName(snapshot.substring(snapshot.indexOf('@') + 1))
-        && zfs.properties(snapshot).userProperty(LocalController.PROP_NAME).filter(mark(v)::equals).isPresent();
+    return ownSnapshotProperties(v, snapshot).isPresent();
+  }
+
+  /**
+   * The properties of {@code snapshot} when it is one replication took, read once: the mark says
+   * whose it is, and the same read gives its GUID.
+   */
+  private Optional<DatasetProperties> ownSnapshotProperties(VolumeId v, String snapshot) {
+    if (!isReplicationSnapshotName(snapshot.substring(snapshot.indexOf('@') + 1))) {
+      return Optional.empty();
+    }
+    DatasetProperties p = zfs.properties(snapshot);
+    return p.userProperty(LocalController.PROP_NAME).filter(mark(v)::equals).map(m -> p);
   }
 
   private static String mark(VolumeId v) {
@@ -132,9 +143,7 @@ final class LocalReplication implements Replication {
   private List<Point> points(VolumeId v) {
     List<Point> out = new ArrayList<>();
     for (String full : zfs.snapshots(v.dataset())) {
-      if (isOwnSnapshot(v, full)) {
-        out.add(new Point(full.substring(full.indexOf('@') + 1), zfs.properties(full).guid()));
-      }
+      ownSnapshotProperties(v, full).ifPresent(p -> out.add(new Point(full.substring(full.indexOf('@') + 1), p.guid())));
     }
     return out;
   }
@@ -150,9 +159,18 @@ final class LocalReplication implements Replication {
         millis = Math.max(millis, Long.parseLong(existing.getLast().name().substring(SNAPSHOT_PREFIX.length())) + 1);
       }
       String name = SNAPSHOT_PREFIX + millis;
-      // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
-      controller.snapshotMaybeFrozen(v.dataset(), name, Map.of(LocalController.PROP_NAME, mark(v)),
-          config.freezeOnSnapshot());
+      try {
+        // Taken as a CSI snapshot is: frozen while staged here when local.freeze-on-snapshot says so.
+        ZfsErrorsToCsi.run(() -> controller.snapshotMaybeFrozen(v.dataset(), name,
+            Map.of(LocalController.PROP_NAME, mark(v)), config.freezeOnSnapshot()));
+      } catch (CsiException e) {
+        if (e.kind() != CsiException.Kind.RESOURCE_EXHAUSTED) {
+          throw e;
+        }
+        throw new CsiException(CsiException.Kind.RESOURCE_EXHAUSTED, "no room for the replication snapshot of "
+            + volumeId + ": " + e.getMessage() + ". Nothing was sent and the copies stay at their last snapshot;"
+            + " free space where " + v.dataset() + " lives (its pool, or a quota above it) for the next round", e);
+      }
       return new Point(name, zfs.properties(v.dataset() + "@" + name).guid());
     });
   }
@@ -259,6 +277,11 @@ final class LocalReplication implements Replication {
               zfs.properties(snapshots.getLast()).guid()));
       return new ReplicaState(true, newest, token);
     });
+  }
+
+  @Override
+  public String afterABrokenStream() {
+    return "the partial receive is kept, and the next round resumes it";
   }
 
   @Override

@@ -1,0 +1,161 @@
+package dev.caravan.csi.peer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.backend.Replication;
+import dev.caravan.csi.backend.ReplicationSettings;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The owner's pruning between rounds, with the owner's replication snapshots held in memory and each
+ * replica node either answering (it then holds the snapshot its attempt sent) or down. The streams
+ * themselves are ReplicationOnLocalTest's.
+ */
+class ReplicationSchedulerTest {
+  private static final String VOLUME = "local/v1/n1/tank/peers/vol-a";
+  private static final ReplicationSettings TWO =
+      new ReplicationSettings(2, Duration.ofSeconds(5), List.of("n2", "n3"));
+
+  private final Snapshots owner = new Snapshots();
+  private final Set<String> down = new HashSet<>();
+  /** Node to the GUID of the snapshot it holds. */
+  private final Map<String, Long> held = new HashMap<>();
+  private final ReplicationScheduler scheduler = new ReplicationScheduler(owner, this::attempt, Clock.systemUTC());
+
+  @AfterEach
+  void close() {
+    scheduler.close();
+  }
+
+  private Replicator.Attempt attempt(String volumeId, String node) {
+    if (down.contains(node)) {
+      return new Replicator.Attempt(node, false, OptionalLong.empty(), OptionalLong.empty(), 0,
+          Optional.of(new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " cannot be reached")));
+    }
+    Replication.Point next = owner.takeReplicationSnapshot(volumeId);
+    held.put(node, next.guid());
+    return new Replicator.Attempt(node, true, OptionalLong.of(next.guid()), OptionalLong.empty(), 1, Optional.empty());
+  }
+
+  @Test
+  void whileOneReplicaNodeIsDownTheOwnerKeepsWhatThatNodeHoldsAndTheOtherNodesNewestOnly() {
+    scheduler.round(VOLUME, TWO);
+    assertThat(owner.guids()).containsExactlyInAnyOrder(held.get("n2"), held.get("n3"));
+
+    down.add("n3");
+    long n3Holds = held.get("n3");
+    for (int i = 0; i < 10; i++) {
+      scheduler.round(VOLUME, TWO);
+    }
+    assertThat(owner.guids()).as("after ten rounds with n3 down").containsExactlyInAnyOrder(held.get("n2"), n3Holds);
+
+    down.clear();
+    scheduler.round(VOLUME, TWO);
+    assertThat(owner.guids()).as("n3 back").containsExactlyInAnyOrder(held.get("n2"), held.get("n3"));
+  }
+
+  @Test
+  void aReplicaNodeThatHasNotAnsweredSinceTheStartKeepsEverySnapshot() {
+    owner.takeReplicationSnapshot(VOLUME); // what a plugin before this one took
+    down.add("n3");
+    for (int i = 0; i < 3; i++) {
+      scheduler.round(VOLUME, TWO);
+    }
+    assertThat(owner.guids()).as("nothing says what n3 holds: nothing is destroyed").hasSize(4);
+  }
+
+  /** The owner's side of {@link Replication}, its replication snapshots in memory. */
+  private static final class Snapshots implements Replication {
+    private final List<Point> points = new ArrayList<>();
+    private long next = 1;
+
+    List<Long> guids() {
+      return points.stream().map(Point::guid).toList();
+    }
+
+    @Override
+    public List<Point> replicationSnapshots(String volumeId) {
+      return List.copyOf(points);
+    }
+
+    @Override
+    public Point takeReplicationSnapshot(String volumeId) {
+      Point p = new Point("repl-" + next, 1000 + next);
+      next++;
+      points.add(p);
+      return p;
+    }
+
+    @Override
+    public void prune(String volumeId, Set<Long> keep) {
+      points.removeIf(p -> !keep.contains(p.guid()));
+    }
+
+    @Override
+    public void attach() {}
+
+    @Override
+    public Map<String, ReplicationSettings> replicated() {
+      return Map.of(VOLUME, TWO);
+    }
+
+    @Override
+    public Optional<ReplicationSettings> settings(String volumeId) {
+      return Optional.of(TWO);
+    }
+
+    @Override
+    public long send(String volumeId, Optional<String> from, String to, OutputStream out) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public long resume(String volumeId, String token, OutputStream out) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public String resumedSnapshot(String token) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public ReplicaState replicaState(String volumeId) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public String afterABrokenStream() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public boolean deleteReplica(String volumeId) {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public Set<String> replicas() {
+      return Set.of();
+    }
+  }
+}
