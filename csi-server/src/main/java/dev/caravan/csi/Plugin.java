@@ -173,6 +173,7 @@ public final class Plugin implements AutoCloseable {
             s.dataDir().resolve("peer"), observability.inspector()::ownLayers, observability.metrics());
         // The inspector starts before the peer endpoint (which serves the inspector's own layers).
         observability.inspector().askPeers(peering.nodes());
+        observability.inspector().seeReplicas(peering.replicas());
       }
       CsiServer server = CsiServer.start(s.socket(), List.of(
           new IdentityService(s.pluginName(), backend),

@@ -113,4 +113,23 @@ public interface Replication {
 
   /** The volume ids this node holds replicas of. */
   Set<String> replicas();
+
+  /**
+   * Where this node keeps the volume's replica (a dataset, a directory), for the inspector; it need not
+   * exist. Empty when the backend does not say.
+   */
+  default Optional<String> replicaLocation(String volumeId) {
+    return Optional.empty();
+  }
+
+  /**
+   * When a replication snapshot was taken, from its name: both backends name one {@code
+   * repl-<milliseconds>}. Empty for a name that is not one.
+   */
+  static Optional<java.time.Instant> pointTime(String name) {
+    if (!name.matches("repl-[0-9]{1,18}")) {
+      return Optional.empty();
+    }
+    return Optional.of(java.time.Instant.ofEpochMilli(Long.parseLong(name.substring("repl-".length()))));
+  }
 }

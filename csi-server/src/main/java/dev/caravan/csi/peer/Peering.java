@@ -3,6 +3,7 @@ package dev.caravan.csi.peer;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.observe.inspect.PeerNodes;
+import dev.caravan.csi.observe.inspect.Replicas;
 import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.peer.v1.NodeLayersAnswer;
 import dev.caravan.csi.peer.v1.NodeLayersCall;
@@ -36,9 +37,10 @@ public final class Peering implements AutoCloseable {
   private final ScheduledExecutorService watcher;
   private final Optional<Replicator> replicator;
   private final Optional<ReplicationScheduler> scheduler;
+  private final Replicas replicas;
 
   private Peering(PeerServer server, PeerClients clients, RoutingControllerService controller,
-      ControllerBackend backend, HomeAuthority authority, ScheduledExecutorService watcher) {
+      ControllerBackend backend, HomeAuthority authority, ScheduledExecutorService watcher, String self) {
     this.replicator = controller.replicator();
     this.scheduler = controller.scheduler();
     this.server = server;
@@ -47,6 +49,7 @@ public final class Peering implements AutoCloseable {
     this.backend = backend;
     this.authority = authority;
     this.watcher = watcher;
+    this.replicas = new ReplicaView(backend, self, scheduler);
   }
 
   /**
@@ -97,7 +100,7 @@ public final class Peering implements AutoCloseable {
         watcher.scheduleWithFixedDelay(files::current, WATCH.toMillis(), WATCH.toMillis(), TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.INFO, "peer endpoint of node {0} on {1} (mTLS); peers: {2}", self, s.listen(),
         s.peers());
-    Peering peering = new Peering(server, clients, controller, backend, authority, watcher);
+    Peering peering = new Peering(server, clients, controller, backend, authority, watcher, self);
     backend.replication().ifPresent(Replication::attach);
     peering.scheduler.ifPresent(r -> {
       r.observe(metrics);
@@ -134,6 +137,16 @@ public final class Peering implements AutoCloseable {
                 .nodeLayers(NodeLayersCall.newBuilder().setIdempotencyKey(key).setVolumeId(volumeId).build()));
       }
     };
+  }
+
+  /** This node's replicated volumes and the copies it holds, for the claim-chain inspector. */
+  public Replicas replicas() {
+    return replicas;
+  }
+
+  /** This node's replication scheduler, when its backend replicates. */
+  Optional<ReplicationScheduler> scheduler() {
+    return scheduler;
   }
 
   /** This node's replication sender, when its backend replicates. */

@@ -11,6 +11,8 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,11 +56,27 @@ final class ReplicationScheduler implements AutoCloseable {
   /** (volume, node) to the GUIDs of the snapshots that replica needed when it last answered. */
   private final Map<List<String>, Set<Long>> needs = new ConcurrentHashMap<>();
   private volatile Metrics metrics = Metrics.NONE;
+  /** When this scheduler started: rounds before it (an earlier plugin's) are not known here. */
+  private final Instant since;
+  /** (volume, node) to the last round to that node since {@link #since}, for the inspector. */
+  private final Map<List<String>, LastRound> last = new ConcurrentHashMap<>();
+  /** The replicated volumes and their settings as the last tick read them (the scrape reads no storage). */
+  private volatile Map<String, ReplicationSettings> seen = Map.of();
+
+  /**
+   * The last round of a volume to one replica node.
+   *
+   * @param error why it failed, if it did
+   * @param newest the GUID of the newest replication snapshot the replica holds, as the last round that
+   *     reached the node learned it (empty when it holds none, or no round has reached it)
+   */
+  record LastRound(Instant started, Instant ended, Optional<String> error, OptionalLong newest) {}
 
   ReplicationScheduler(Replication local, Sender replicator, Clock clock) {
     this.local = local;
     this.replicator = replicator;
     this.clock = clock;
+    this.since = clock.instant();
     this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "caravan-replication");
       t.setDaemon(true);
@@ -76,6 +94,26 @@ final class ReplicationScheduler implements AutoCloseable {
       upToDate.forEach((k, at) -> out.put(k, Duration.between(at, now).toMillis() / 1000.0));
       return out;
     });
+    m.replicationInterval(() -> {
+      Map<String, Double> out = new TreeMap<>();
+      seen.forEach((id, s) -> out.put(id, (double) s.interval().toSeconds()));
+      return out;
+    });
+  }
+
+  /** When this scheduler started (with its plugin): no round before it is known here. */
+  Instant since() {
+    return since;
+  }
+
+  /** The last round of the volume to {@code node} since {@link #since}; empty when none has ended. */
+  Optional<LastRound> last(String volumeId, String node) {
+    return Optional.ofNullable(last.get(List.of(volumeId, node)));
+  }
+
+  /** When the last round that brought the volume's replica on {@code node} up to date started. */
+  Optional<Instant> upToDate(String volumeId, String node) {
+    return Optional.ofNullable(upToDate.get(List.of(volumeId, node)));
   }
 
   void start() {
@@ -94,6 +132,8 @@ final class ReplicationScheduler implements AutoCloseable {
     }
     next.keySet().retainAll(volumes.keySet());
     upToDate.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
+    last.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
+    seen = Map.copyOf(volumes);
     needs.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
     Instant now = clock.instant();
     for (Map.Entry<String, ReplicationSettings> e : volumes.entrySet()) {
@@ -125,6 +165,10 @@ final class ReplicationScheduler implements AutoCloseable {
         Instant started = clock.instant();
         Replicator.Attempt a = replicator.replicate(id, node);
         attempts.add(a);
+        List<String> key = List.of(id, node);
+        OptionalLong before = Optional.ofNullable(last.get(key)).map(LastRound::newest).orElse(OptionalLong.empty());
+        last.put(key, new LastRound(started, clock.instant(), a.failure().map(RuntimeException::getMessage),
+            a.known() ? a.shared() : before));
         if (a.bytes() > 0) {
           metrics.replicationSent(id, node, a.bytes());
         }

@@ -3,6 +3,10 @@ package dev.caravan.csi.peer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.backend.ControllerBackend;
+import dev.caravan.csi.observe.inspect.Chain;
+import dev.caravan.csi.observe.inspect.ReplicaLayer;
+import dev.caravan.csi.support.Json;
 import dev.caravan.csi.testing.GrpcOutcomes;
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
@@ -28,7 +32,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -361,6 +367,121 @@ class ReplicationOnFileTest {
     assertThat(filesBelow("n2", "replicas")).isEmpty();
     cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(filesBelow("n1", "replication")).as("the owner's points go with the volume").isEmpty();
+  }
+
+  /** The chain of {@code volumeId} as {@code node}'s inspector shows it, as the JSON the CLI reads. */
+  @SuppressWarnings("unchecked") // the chain's JSON is objects and arrays
+  private Map<String, Object> inspect(String node, String volumeId) {
+    Chain chain = cluster.node(node).plugin.observability().inspector().inspect(volumeId);
+    assertThat(chain.toText()).as("the text of the chain on %s", node).contains("replication:");
+    return (Map<String, Object>) Json.parse(Json.write(chain.toJson()));
+  }
+
+  /** The value at a path through the chain's JSON objects, as text. */
+  private static String at(Map<String, Object> json, String... path) {
+    return String.valueOf(value(json, path));
+  }
+
+  private static Object value(Map<String, Object> json, String... path) {
+    Object o = json;
+    for (String p : path) {
+      assertThat(o).as("the JSON at %s", p).isInstanceOf(Map.class);
+      o = ((Map<?, ?>) o).get(p);
+    }
+    return o;
+  }
+
+  @SuppressWarnings("unchecked") // the chain's JSON is objects and arrays
+  private static Map<String, Object> object(Map<String, Object> json, String... path) {
+    return (Map<String, Object>) value(json, path);
+  }
+
+  @SuppressWarnings("unchecked") // the chain's findings are JSON objects
+  private static List<Map<String, Object>> findings(Map<String, Object> chain, String code) {
+    return ((List<Map<String, Object>>) chain.get("findings")).stream().filter(f -> f.get("code").equals(code)).toList();
+  }
+
+  @Test
+  void theInspectorShowsWhereEachCopyIsItsAgeAndALastRoundsErrorNamingTheNode() throws Exception {
+    Volume v = cluster.csi("n2").createVolume(PeersTest.create("watched", "n1", IMAGE).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicationInterval", "5s").build()).getVolume();
+    String id = v.getVolumeId();
+
+    // A plugin that has just started knows no round yet, and says so: a scheduler over n1's volumes that has run none.
+    ControllerBackend n1 = cluster.node("n1").plugin.backend().controller();
+    try (ReplicationScheduler fresh = new ReplicationScheduler(n1.replication().orElseThrow(), replicator("n1")::replicate,
+        Clock.systemUTC())) {
+      ReplicaLayer.Result none = ReplicaLayer.of(id, new ReplicaView(n1, "n1", Optional.of(fresh)).of(id),
+          Instant.now()).orElseThrow();
+      assertThat(none.layer()).containsEntry("state", "no-round-yet");
+      assertThat(none.findings()).singleElement().satisfies(f -> {
+        assertThat(f.code()).isEqualTo("replication-no-round-yet");
+        assertThat(f.severity()).isEqualTo("info");
+        assertThat(f.message()).contains("no replication round of " + id + " to node n2 has ended since");
+      });
+    }
+
+    waitFor(Duration.ofSeconds(60), () -> !copies("n2", id).isEmpty(), "a copy on n2");
+    waitFor(Duration.ofSeconds(30), () -> "ok".equals(at(inspect("n1", id), "layers", "replication", "state")),
+        "the owner's replication layer ok");
+    Map<String, Object> owner = inspect("n1", id);
+    Map<String, Object> copy = object(owner, "layers", "replication", "evidence", "copies", "n2");
+    assertThat(at(owner, "layers", "replication", "evidence", "role")).isEqualTo("owner");
+    assertThat(at(owner, "layers", "replication", "evidence", "interval_seconds")).isEqualTo("5");
+    assertThat((String) copy.get("newest_copy")).matches("repl-[0-9]+");
+    assertThat(((Number) copy.get("copy_age_seconds")).longValue()).isBetween(0L, 60L);
+    assertThat(at(copy, "last_round", "outcome")).isEqualTo("ok");
+    assertThat(findings(owner, "replication-failing")).isEmpty();
+
+    Map<String, Object> replica = inspect("n2", id);
+    assertThat(cluster.node("n2").plugin.observability().inspector().inspect(id).known())
+        .as("a volume whose replica n2 holds is known there, nothing staged (the HTTP API answers it, not 404)").isTrue();
+    Map<String, Object> held = object(replica, "layers", "replication", "evidence");
+    assertThat(at(replica, "layers", "replication", "state")).isEqualTo("holds-copy");
+    assertThat(held).containsEntry("role", "replica").containsEntry("replica_of", id);
+    assertThat((String) held.get("location")).startsWith(cluster.node("n2").data().resolve("replicas/rep-").toString());
+    assertThat((String) held.get("newest_copy")).matches("repl-[0-9]+");
+    assertThat(Files.exists(Path.of((String) held.get("location"), held.get("newest_copy") + ".img")))
+        .as("the copy the replica node names is in the directory it names").isTrue();
+    assertThat(at(replica, "layers", "peer_nodes", "n1", "layers", "replication", "evidence", "role"))
+        .as("the owner's view, asked from the replica node").isEqualTo("owner");
+
+    assertThat(cluster.metric("n1", "caravan_replication_interval_seconds", "volume=\"" + id + "\""))
+        .as("the volume's interval, for the lag alert").isEqualTo(5.0);
+
+    // The replica node goes down: the next round fails, and the owner's chain names the node and the error.
+    cluster.stopNode("n2");
+    waitFor(Duration.ofSeconds(30), () -> {
+      try {
+        return cluster.metric("n1", "caravan_replication_failures_total", "node=\"n2\",volume=\"" + id + "\"") > 0;
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }, "a failed round to n2");
+    Map<String, Object> failing = inspect("n1", id);
+    assertThat(at(failing, "layers", "replication", "state")).isEqualTo("failing");
+    Map<String, Object> last = object(failing, "layers", "replication", "evidence", "copies", "n2", "last_round");
+    assertThat(last).containsEntry("outcome", "failed");
+    String error = (String) last.get("error");
+    assertThat(error).contains("n2");
+    assertThat(at(failing, "layers", "replication", "evidence", "copies", "n2", "newest_copy"))
+        .as("the copy n2 held when it was last reached").matches("repl-[0-9]+");
+    assertThat(findings(failing, "replication-failing")).singleElement().satisfies(f -> {
+      assertThat((String) f.get("message")).contains("to node n2").contains("failed: " + error)
+          .contains("The newest copy there is repl-");
+      assertThat((String) f.get("next")).contains("caravan inspect " + id + "  # on node n2");
+    });
+    System.out.println("the owner's replication layer with n2 down:\n" + Json.pretty(value(failing, "layers", "replication")));
+    // Once the copy is older than twice the interval, the failing round is an error: the loss window has grown.
+    waitFor(Duration.ofSeconds(30), () -> findings(inspect("n1", id), "replication-failing").stream()
+        .anyMatch(f -> f.get("severity").equals("error")), "the failing round an error");
+    Map<String, Object> late = inspect("n1", id);
+    assertThat(Long.parseLong(at(late, "layers", "replication", "evidence", "copies", "n2", "copy_age_seconds")))
+        .as("the copy's age (whole seconds) once the failing round is an error").isGreaterThanOrEqualTo(10);
+
+    cluster.startNode("n2");
+    cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    assertThat(filesBelow("n2", "replicas")).as("the replica goes with the volume").isEmpty();
   }
 
   private boolean noPartial() {

@@ -47,6 +47,7 @@ import org.junit.jupiter.api.io.TempDir;
 class OperatorExamplesTest {
   private static final Path EXAMPLES = Path.of("..", "examples");
   private static final Path RULES = EXAMPLES.resolve("prometheus/caravan-alerts.yml");
+  private static final Path RULE_TESTS = EXAMPLES.resolve("prometheus/caravan-alerts-test.yml");
   private static final Path DASHBOARD = EXAMPLES.resolve("grafana/caravan-dashboard.json");
   /** A Caravan metric family in a PromQL expression (histogram series carry a suffix). */
   private static final Pattern CARAVAN_NAME = Pattern.compile("\\bcaravan_[a-z_]+");
@@ -79,7 +80,8 @@ class OperatorExamplesTest {
       }
     }
     assertThat(named).as("metrics the examples name").contains("caravan_rpc_total", "caravan_pool_online",
-        "caravan_volume_used_bytes");
+        "caravan_volume_used_bytes", "caravan_replication_lag_seconds", "caravan_replication_interval_seconds",
+        "caravan_replication_failures_total");
     assertThat(exported).as("families exported by a file plugin and by the qnap sweeper").containsAll(named);
   }
 
@@ -95,6 +97,26 @@ class OperatorExamplesTest {
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as(out).isZero();
     assertThat(out).contains("SUCCESS");
+  }
+
+  /**
+   * The replication rules' unit tests: a copy older than twice its volume's interval alerts, a fresh
+   * one beside it does not, and failed rounds alert, each naming the volume and the node.
+   */
+  @Test
+  void theReplicationAlertsFireOnLagOverTwiceTheIntervalAndOnFailures() throws Exception {
+    Path promtool = Path.of("/usr/bin/promtool");
+    Assumptions.assumeTrue(Files.isExecutable(promtool),
+        "promtool is missing (Debian's prometheus package; scripts/install-deps installs it)");
+    // Run from the rules' directory: the test file names them relative to itself.
+    Process p = new ProcessBuilder(promtool.toString(), "test", "rules", RULE_TESTS.getFileName().toString())
+        .directory(RULE_TESTS.getParent().toFile()).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+    assertThat(p.exitValue()).as(out).isZero();
+    assertThat(out).contains("SUCCESS");
+    assertThat(Files.readString(RULE_TESTS, StandardCharsets.UTF_8))
+        .contains("alertname: CaravanReplicationLagging", "alertname: CaravanReplicationFailing");
   }
 
   /** Histogram series are named after their family with _bucket, _count or _sum. */

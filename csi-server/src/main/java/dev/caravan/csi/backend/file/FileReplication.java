@@ -370,6 +370,12 @@ final class FileReplication implements Replication {
     return replicasDir().resolve(REPLICA_PREFIX + IdRules.nameHash(volumeId));
   }
 
+  @Override
+  public Optional<String> replicaLocation(String volumeId) {
+    requireVolumeId(volumeId);
+    return Optional.of(replicaDir(volumeId).toString());
+  }
+
   /** The replica directory of the volume, when there is one; refused when it is another volume's. */
   private Optional<Path> replica(String volumeId) {
     requireVolumeId(volumeId);

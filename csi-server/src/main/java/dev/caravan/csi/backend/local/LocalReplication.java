@@ -245,6 +245,11 @@ final class LocalReplication implements Replication {
     return config.parentIn(config.defaultPool()) + "/" + REPLICA_PREFIX + IdRules.nameHash(volumeId);
   }
 
+  @Override
+  public Optional<String> replicaLocation(String volumeId) {
+    return Optional.of(replicaDataset(volumeId));
+  }
+
   private Optional<DatasetProperties> replica(String volumeId) {
     String dataset = replicaDataset(volumeId);
     Optional<DatasetProperties> found = controller.find(dataset);

@@ -9,8 +9,8 @@ import java.util.Map;
  * One volume's claim chain as the inspector saw it.
  *
  * @param known whether any layer knows the volume (404 otherwise)
- * @param layers backend, attachment, staging, published, unrecorded_mounts, journal, nomad, and with peers
- *     peer_nodes
+ * @param layers backend, attachment, staging, published, unrecorded_mounts, journal, replication (a
+ *     volume this node replicates or holds a copy of), nomad, and with peers peer_nodes
  */
 public record Chain(
     String volumeId, String nodeId, boolean known, String inspectedAt, Map<String, Object> layers,

@@ -59,6 +59,7 @@ public final class ChainInspector {
   private final Clock clock;
   private final Optional<NomadLayer> nomad;
   private volatile Optional<PeerNodes> peers = Optional.empty();
+  private volatile Optional<Replicas> replicas = Optional.empty();
   private final StorageReads reads = new StorageReads();
 
   public ChainInspector(String nodeId, Backend backend, NodeJournal journal, UsageCollector usage, Clock clock) {
@@ -83,6 +84,14 @@ public final class ChainInspector {
    */
   public void askPeers(PeerNodes p) {
     peers = Optional.of(p);
+  }
+
+  /**
+   * With {@code r}, the chain has a {@code replication} layer for a volume this node replicates or
+   * holds a copy of ({@link ReplicaLayer}). Set once, with the peer channel that carries the copies.
+   */
+  public void seeReplicas(Replicas r) {
+    replicas = Optional.of(r);
   }
 
   /** The whole chain of one volume; the id has passed the backend's syntax check. */
@@ -141,6 +150,8 @@ public final class ChainInspector {
         .filter(r -> r.device().isPresent())
         .map(r -> reads.start("health " + volumeId,
             () -> backend.node().health(new VolumeRef(volumeId, r.context()), r.device())));
+    Optional<CompletableFuture<Replicas.View>> replicating = replicas.map(r -> reads.start("replicas " + volumeId,
+        () -> r.of(volumeId)));
     StorageReads.Answer<BackendObject> described = StorageReads.await(describing, deadline);
     Optional<StorageReads.Answer<VolumeHealth>> checked = checking.map(c -> StorageReads.await(c, deadline));
     String waited = bound.toSeconds() + " s";
@@ -440,6 +451,17 @@ public final class ChainInspector {
       }
     }
 
+    // ---- replication: the copies this node sends, or the one it holds ----
+    Optional<StorageReads.Answer<Replicas.View>> replicasRead = replicating.map(r -> StorageReads.await(r, deadline));
+    Optional<ReplicaLayer.Result> replication = replicasRead
+        .flatMap(a -> a.value().isPresent() ? ReplicaLayer.of(volumeId, a.value().get(), clock.instant())
+            : Optional.of(ReplicaLayer.unread(a.error().map(e -> "unread: " + e.getMessage())
+                .orElse("the storage did not answer within " + waited))));
+    // A replica held here, or a volume replicated from here, is known to this node even with nothing staged.
+    boolean replicated = replicasRead.flatMap(StorageReads.Answer::value)
+        .filter(v -> v.owned().isPresent() || v.held().isPresent()).isPresent();
+    replication.ifPresent(r -> findings.addAll(r.findings()));
+
     // ---- Nomad ----
     Optional<NomadVolume> ref = nomadVolume.or(() -> record.flatMap(r -> r.stagingPaths().stream()
         .map(NomadPaths::fromStagingPath).flatMap(Optional::stream).findFirst()));
@@ -483,7 +505,7 @@ public final class ChainInspector {
 
     // A volume Nomad names is known, whatever the storage says: its absence there is a finding, not a 404.
     boolean known = object.exists() || record.isPresent() || device.isPresent() || nomadVolume.isPresent()
-        || peerResult.map(PeerLayer.Result::heldSomewhere).orElse(false);
+        || peerResult.map(PeerLayer.Result::heldSomewhere).orElse(false) || replicated;
     Map<String, Object> layers = new LinkedHashMap<>();
     layers.put("backend", layer(backendState, backendEvidence));
     layers.put("attachment", layer(attachState, attachEvidence));
@@ -491,6 +513,7 @@ public final class ChainInspector {
     layers.put("published", published);
     layers.put("unrecorded_mounts", unrecorded);
     layers.put("journal", layer(journalState, journalEvidence));
+    replication.ifPresent(r -> layers.put("replication", r.layer()));
     layers.put("nomad", nomadResult.layer());
     peerResult.ifPresent(r -> layers.put("peer_nodes", r.layer()));
     List<String> allocations = record.map(r -> r.targets().stream().map(t -> NomadPaths.allocationId(t.target()))

@@ -54,4 +54,10 @@ public interface Metrics extends NodeObserver {
    * the last round that brought it up to date.
    */
   default void replicationLag(Supplier<java.util.Map<java.util.List<String>, Double>> lags) {}
+
+  /**
+   * Each replicated volume's interval, read at each scrape: volume id to seconds between its rounds,
+   * so that an alert can compare a replica's lag with it.
+   */
+  default void replicationInterval(Supplier<java.util.Map<String, Double>> intervals) {}
 }

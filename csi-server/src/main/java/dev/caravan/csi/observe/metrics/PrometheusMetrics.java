@@ -53,6 +53,12 @@ public final class PrometheusMetrics implements Metrics {
   private final Counter peerRefusals;
   private final Counter replicationBytes;
   private final Counter replicationFailures;
+  /**
+   * The replication scheduler's readings, set when peering starts. The gauges are registered with the
+   * other families, so that every plugin has them (without samples until a volume is replicated).
+   */
+  private volatile Supplier<java.util.Map<java.util.List<String>, Double>> replicationLags = java.util.Map::of;
+  private volatile Supplier<java.util.Map<String, Double>> replicationIntervals = java.util.Map::of;
   private final Clock clock = Clock.systemUTC();
   private final PrometheusTextFormatWriter writer = PrometheusTextFormatWriter.create();
   /** Whether the JVM and process metrics are registered yet: at the first scrape, not at start. */
@@ -96,6 +102,18 @@ public final class PrometheusMetrics implements Metrics {
     replicationFailures = Counter.builder().name("caravan_replication_failures_total")
         .help("Replication rounds that did not bring a replica up to date, by volume and replica node.")
         .labelNames("volume", "node").register(registry);
+    GaugeWithCallback.builder().name("caravan_replication_lag_seconds")
+        .help("Age of each replica of a volume this node owns: seconds since the start of the last replication round"
+            + " that brought it up to date (absent until one has, since this plugin started).")
+        .labelNames("volume", "node")
+        .callback(cb -> replicationLags.get().forEach((key, seconds) -> cb.call(seconds, key.get(0), key.get(1))))
+        .register(registry);
+    GaugeWithCallback.builder().name("caravan_replication_interval_seconds")
+        .help("Seconds between the replication rounds of each replicated volume this node owns (its"
+            + " replicationInterval), to compare caravan_replication_lag_seconds with.")
+        .labelNames("volume")
+        .callback(cb -> replicationIntervals.get().forEach((volume, seconds) -> cb.call(seconds, volume)))
+        .register(registry);
     // JvmMetrics is not registered here: it reads the platform MXBeans (java.lang.management and its
     // JMX machinery), about 0.2 s of a cold start's main thread before the CSI socket could open, for
     // figures nobody asks for until the first scrape (registeredRegistry).
@@ -252,12 +270,12 @@ public final class PrometheusMetrics implements Metrics {
 
   @Override
   public void replicationLag(Supplier<java.util.Map<java.util.List<String>, Double>> lags) {
-    GaugeWithCallback.builder().name("caravan_replication_lag_seconds")
-        .help("Age of each replica of a volume this node owns: seconds since the start of the last replication round"
-            + " that brought it up to date (absent until one has, since this plugin started).")
-        .labelNames("volume", "node")
-        .callback(cb -> lags.get().forEach((key, seconds) -> cb.call(seconds, key.get(0), key.get(1))))
-        .register(registry);
+    replicationLags = lags;
+  }
+
+  @Override
+  public void replicationInterval(Supplier<java.util.Map<String, Double>> intervals) {
+    replicationIntervals = intervals;
   }
 
   @Override
