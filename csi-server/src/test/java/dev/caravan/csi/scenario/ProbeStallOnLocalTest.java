@@ -24,8 +24,7 @@ class ProbeStallOnLocalTest {
   private static final long PROBE_SECONDS = 5;
   /**
    * A Probe that comes while the read is stuck past its 4 s answers at once, not after another 4 s:
-   * under that, with room for the guest's emulated CPU when another guest shares the host's cores
-   * (a Probe took 2.1 s so).
+   * under that, with room for the guest's emulated CPU on a loaded host (a Probe took 2.1 s so).
    */
   private static final Duration AT_ONCE = Duration.ofMillis(3500);
 
