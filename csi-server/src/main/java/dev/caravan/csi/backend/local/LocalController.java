@@ -198,7 +198,7 @@ final class LocalController implements ControllerBackend {
               + " plugin on node " + params.host() + " or use host=auto");
     }
     req.source().ifPresent(this::requireSourceOwner);
-    requireReplicable(params.replication());
+    params.replication().requireReplicable(nodeId, replication.attached());
     // A repeat first: a volume of this name here answers for itself, also to a requisite that
     // excludes this node (ALREADY_EXISTS, where a new volume would be sent elsewhere).
     Optional<VolumeInfo> existing = existingByName(req, params, fsType);
@@ -241,28 +241,6 @@ final class LocalController implements ControllerBackend {
       cloneInto(source.get(), spec, req.name(), req);
     }
     return new Provisioned(info(v, zfs.properties(v.dataset())), true);
-  }
-
-  /**
-   * Replicas need the peer channel to carry their streams, and nodes to hold them: other nodes than
-   * this one, chosen by the peer layer when the request named none.
-   */
-  private void requireReplicable(ReplicationSettings r) {
-    if (!r.on()) {
-      return;
-    }
-    if (!replication.attached()) {
-      throw CsiException.invalid("parameters." + ReplicationSettings.REPLICAS + " " + r.replicas()
-          + " needs other nodes to hold the copies, and this plugin has no peers (--peer-listen)");
-    }
-    if (r.nodes().isEmpty()) {
-      throw CsiException.invalid("parameters." + ReplicationSettings.NODES + " is required here: the nodes that"
-          + " hold the replicas (the peer layer chooses them when the request names none)");
-    }
-    if (r.nodes().contains(nodeId)) {
-      throw CsiException.invalid("parameters." + ReplicationSettings.NODES + " names node " + nodeId
-          + ", which holds the volume itself: a replica is on another node");
-    }
   }
 
   /** What a new volume records about its request, and how it is laid out. */
