@@ -23,9 +23,7 @@ import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.VolumeContentSource;
 import dev.caravan.storage.testing.HostRequirements;
 import io.grpc.Status;
-import java.io.FilterOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -276,27 +274,6 @@ class ReplicationOnFileTest {
     assertThat(filesBelow("n2", "replicas")).as("the replica of a node that was down, kept").isEqualTo(replica);
     assertThat(replicator("n1").deleteReplica(id, "n2")).isTrue();
     assertThat(filesBelow("n2", "replicas")).as("the replica, deleted again once its node answers").isEmpty();
-  }
-
-  /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
-  static final class CutAfter extends FilterOutputStream {
-    private long left;
-
-    CutAfter(OutputStream out, long limit) {
-      super(out);
-      this.left = limit;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      if (len > left) {
-        out.write(b, off, (int) left);
-        left = 0;
-        throw new IOException("cut by the test");
-      }
-      left -= len;
-      out.write(b, off, len);
-    }
   }
 
   @Test

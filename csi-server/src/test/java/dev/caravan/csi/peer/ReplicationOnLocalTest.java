@@ -201,27 +201,6 @@ class ReplicationOnLocalTest {
     }
   }
 
-  /** An output that fails after {@code limit} bytes: the stream cut mid-send. */
-  static final class CutAfter extends FilterOutputStream {
-    private long left;
-
-    CutAfter(OutputStream out, long limit) {
-      super(out);
-      this.left = limit;
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      if (len > left) {
-        out.write(b, off, (int) left);
-        left = 0;
-        throw new IOException("cut by the test");
-      }
-      left -= len;
-      out.write(b, off, len);
-    }
-  }
-
   /** An output that stops after {@code limit} bytes until {@code go} opens: the test kills a node meanwhile. */
   static final class PauseAfter extends FilterOutputStream {
     private final CountDownLatch paused;
