@@ -131,10 +131,10 @@ final class ReplicationScheduler implements AutoCloseable {
       return;
     }
     next.keySet().retainAll(volumes.keySet());
-    upToDate.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
-    last.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
+    for (Map<List<String>, ?> perReplica : List.of(upToDate, last, needs)) {
+      perReplica.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
+    }
     seen = Map.copyOf(volumes);
-    needs.keySet().removeIf(k -> !volumes.containsKey(k.get(0)) || !volumes.get(k.get(0)).nodes().contains(k.get(1)));
     Instant now = clock.instant();
     for (Map.Entry<String, ReplicationSettings> e : volumes.entrySet()) {
       String id = e.getKey();
