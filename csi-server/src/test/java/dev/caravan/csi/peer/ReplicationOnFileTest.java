@@ -192,6 +192,14 @@ class ReplicationOnFileTest {
     }
   }
 
+  private double sentOrZero(String volumeId) {
+    try {
+      return sent(volumeId);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   private double sent(String volumeId) throws IOException {
     return cluster.metric("n1", "caravan_replication_sent_bytes_total", "node=\"n2\",volume=\"" + volumeId + "\"");
   }
@@ -220,6 +228,8 @@ class ReplicationOnFileTest {
     long first = System.currentTimeMillis();
     waitFor(Duration.ofSeconds(60), () -> copies("n2", id).stream().anyMatch(s -> millis(s) > first),
         "a copy on n2 newer than the first records");
+    // A round counts its bytes once the receiver has answered, a moment after the copy shows on n2.
+    waitFor(Duration.ofSeconds(30), () -> sentOrZero(id) >= 4 * MIB, "the first copy's bytes counted");
     double full = sent(id);
     assertThat(full).as("bytes of the first copy: the written blocks, not the image's holes")
         .isGreaterThanOrEqualTo(4 * MIB).isLessThan(IMAGE / 2);

@@ -194,8 +194,17 @@ class ReplicationOnLocalTest {
 
   /** n1's failed rounds to the replica {@code labels} name. */
   static double failures(String labels) {
+    return n1Counter("caravan_replication_failures_total", labels);
+  }
+
+  /** Bytes n1 counts as sent to the replica {@code labels} name. */
+  static double sent(String labels) {
+    return n1Counter("caravan_replication_sent_bytes_total", labels);
+  }
+
+  private static double n1Counter(String name, String labels) {
     try {
-      return cluster.metric("n1", "caravan_replication_failures_total", labels);
+      return cluster.metric("n1", name, labels);
     } catch (IOException e) {
       throw new java.io.UncheckedIOException(e);
     }
@@ -434,8 +443,8 @@ class ReplicationOnLocalTest {
         .as("the owner's replication snapshots are not the volume's CSI snapshots").isEmpty();
 
     String labels = "node=\"n2\",volume=\"" + id + "\""; // the exposition sorts labels by name
-    assertThat(cluster.metric("n1", "caravan_replication_sent_bytes_total", labels))
-        .as("bytes sent to n2").isGreaterThanOrEqualTo(4 * MIB);
+    // A round counts its bytes once the receiver has answered, a moment after the replica shows on n2.
+    waitFor(Duration.ofSeconds(30), () -> sent(labels) >= 4 * MIB, "4 MiB counted as sent to n2");
     assertThat(metricLines("n1", "caravan_replication_lag_seconds{" + labels + "} "))
         .as("n2's replica's age").singleElement().satisfies(l ->
             assertThat(Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).isBetween(0.0, 60.0));
@@ -443,7 +452,7 @@ class ReplicationOnLocalTest {
     // The replica node is down for several intervals: every round fails, counted and logged naming the node,
     // and the owner takes no snapshot meanwhile. Back up, the copy is brought up to date incrementally.
     double failedBefore = cluster.metric("n1", "caravan_replication_failures_total", labels);
-    double sentBefore = cluster.metric("n1", "caravan_replication_sent_bytes_total", labels);
+    double sentBefore = sent(labels);
     long down;
     try (CapturedLog log = new CapturedLog()) {
       cluster.stopNode("n2");
@@ -463,7 +472,8 @@ class ReplicationOnLocalTest {
     }
     waitFor(Duration.ofSeconds(90), () -> snapshotsOf(replica).stream()
         .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > down), "a replica newer than the outage");
-    double sentAfter = cluster.metric("n1", "caravan_replication_sent_bytes_total", labels) - sentBefore;
+    waitFor(Duration.ofSeconds(30), () -> sent(labels) > sentBefore, "the round after the outage counted");
+    double sentAfter = sent(labels) - sentBefore;
     assertThat(sentAfter).as("bytes sent to bring n2 up to date after the outage (1 MiB written)")
         .isGreaterThan(0).isLessThan(4 * MIB);
     assertThat(replicationSnapshots(ds).size()).as("the owner's replication snapshots after the outage")
