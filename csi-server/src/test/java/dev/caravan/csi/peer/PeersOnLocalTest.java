@@ -1,7 +1,6 @@
 package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.v1.CapacityRange;
 import dev.caravan.csi.v1.ControllerExpandVolumeRequest;
@@ -12,18 +11,14 @@ import dev.caravan.csi.v1.ListSnapshotsRequest;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.ListVolumesResponse;
 import dev.caravan.csi.v1.Volume;
-import dev.caravan.storage.testing.HostRequirements;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link PeersTest} on the {@code local} backend in the guest of {@code scripts/guest-suite}: three
@@ -36,48 +31,16 @@ class PeersOnLocalTest {
   private static final long MIB = 1L << 20;
   private static final List<String> NODES = List.of("n1", "n2", "n3");
 
+  @RegisterExtension
+  static final GuestPoolCluster GUEST =
+      new GuestPoolCluster(NODES, "the multi-node local backend", (self, others) -> new StaticPeers(others));
   private static GuestPools pools;
   private static PeerCluster cluster;
 
   @BeforeAll
-  static void start() throws Exception {
-    if (HostRequirements.whyNoZfs().isPresent()) {
-      return; // each test is skipped, with the reason, in needZfs()
-    }
-    pools = new GuestPools(NODES, 1L << 30);
-    Map<String, Long> reserves = new LinkedHashMap<>();
-    NODES.forEach(n -> reserves.put(n, 0L));
-    cluster = PeerCluster.start(reserves, (self, others) -> new StaticPeers(others), pools);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    try {
-      if (cluster != null) {
-        cluster.close();
-      }
-    } finally {
-      if (pools != null) {
-        pools.close();
-      }
-    }
-  }
-
-  @BeforeEach
-  void needZfs() {
-    Optional<String> why = HostRequirements.whyNoZfs();
-    assumeTrue(why.isEmpty(), () -> "the multi-node local backend " + why.orElse(""));
-  }
-
-  /** Every test leaves the pools as it found them: it deletes what it made, through the plugins. */
-  @AfterEach
-  void nothingLeft() {
-    if (cluster == null) {
-      return;
-    }
-    for (String n : NODES) {
-      assertThat(pools.objects(n)).as("what node %s's pool holds after the test", n).isEmpty();
-    }
+  static void start() {
+    pools = GUEST.pools();
+    cluster = GUEST.cluster();
   }
 
   private static String dataset(String volumeId) {

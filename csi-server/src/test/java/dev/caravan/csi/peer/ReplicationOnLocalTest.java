@@ -1,7 +1,6 @@
 package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
@@ -19,7 +18,6 @@ import dev.caravan.csi.v1.VolumeContentSource;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import dev.caravan.csi.v1.Volume;
-import dev.caravan.storage.testing.HostRequirements;
 import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -33,17 +31,14 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Replication of {@code local} volumes between two plugin instances in the guest of {@code
@@ -56,52 +51,21 @@ class ReplicationOnLocalTest {
   private static final List<String> NODES = List.of("n1", "n2");
 
   private static final java.util.Set<String> LOST = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  // n2's view of its peers follows LOST: a lost node leaves the peer set, as discovery drops it.
+  @RegisterExtension
+  static final GuestPoolCluster GUEST = new GuestPoolCluster(NODES, "replication of local volumes",
+      (self, others) -> () -> {
+        Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
+        seen.keySet().removeAll(LOST);
+        return seen;
+      });
   private static GuestPools pools;
   private static PeerCluster cluster;
 
   @BeforeAll
-  static void start() throws Exception {
-    if (HostRequirements.whyNoZfs().isPresent()) {
-      return; // each test is skipped, with the reason, in needZfs()
-    }
-    pools = new GuestPools(NODES, 1L << 30);
-    Map<String, Long> reserves = new LinkedHashMap<>();
-    NODES.forEach(n -> reserves.put(n, 0L));
-    // n2's view of its peers follows LOST: a lost node leaves the peer set, as discovery drops it.
-    cluster = PeerCluster.start(reserves, (self, others) -> () -> {
-      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
-      seen.keySet().removeAll(LOST);
-      return seen;
-    }, pools);
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    try {
-      if (cluster != null) {
-        cluster.close();
-      }
-    } finally {
-      if (pools != null) {
-        pools.close();
-      }
-    }
-  }
-
-  @BeforeEach
-  void needZfs() {
-    Optional<String> why = HostRequirements.whyNoZfs();
-    assumeTrue(why.isEmpty(), () -> "replication of local volumes " + why.orElse(""));
-  }
-
-  @AfterEach
-  void nothingLeft() {
-    if (cluster == null) {
-      return;
-    }
-    for (String n : NODES) {
-      assertThat(pools.objects(n)).as("what node %s's pool holds after the test", n).isEmpty();
-    }
+  static void start() {
+    pools = GUEST.pools();
+    cluster = GUEST.cluster();
   }
 
   static String dataset(String volumeId) {
