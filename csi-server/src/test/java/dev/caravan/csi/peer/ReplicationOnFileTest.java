@@ -1,5 +1,9 @@
 package dev.caravan.csi.peer;
 
+import static dev.caravan.csi.peer.ChainJson.at;
+import static dev.caravan.csi.peer.ChainJson.findings;
+import static dev.caravan.csi.peer.ChainJson.object;
+import static dev.caravan.csi.peer.ChainJson.value;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -356,36 +360,8 @@ class ReplicationOnFileTest {
     assertThat(filesBelow("n1", "replication")).as("the owner's points go with the volume").isEmpty();
   }
 
-  /** The chain of {@code volumeId} as {@code node}'s inspector shows it, as the JSON the CLI reads. */
-  @SuppressWarnings("unchecked") // the chain's JSON is objects and arrays
   private Map<String, Object> inspect(String node, String volumeId) {
-    Chain chain = cluster.node(node).plugin.observability().inspector().inspect(volumeId);
-    assertThat(chain.toText()).as("the text of the chain on %s", node).contains("replication:");
-    return (Map<String, Object>) Json.parse(Json.write(chain.toJson()));
-  }
-
-  /** The value at a path through the chain's JSON objects, as text. */
-  private static String at(Map<String, Object> json, String... path) {
-    return String.valueOf(value(json, path));
-  }
-
-  private static Object value(Map<String, Object> json, String... path) {
-    Object o = json;
-    for (String p : path) {
-      assertThat(o).as("the JSON at %s", p).isInstanceOf(Map.class);
-      o = ((Map<?, ?>) o).get(p);
-    }
-    return o;
-  }
-
-  @SuppressWarnings("unchecked") // the chain's JSON is objects and arrays
-  private static Map<String, Object> object(Map<String, Object> json, String... path) {
-    return (Map<String, Object>) value(json, path);
-  }
-
-  @SuppressWarnings("unchecked") // the chain's findings are JSON objects
-  private static List<Map<String, Object>> findings(Map<String, Object> chain, String code) {
-    return ((List<Map<String, Object>>) chain.get("findings")).stream().filter(f -> f.get("code").equals(code)).toList();
+    return ChainJson.inspect(cluster, node, volumeId);
   }
 
   @Test

@@ -1,5 +1,8 @@
 package dev.caravan.csi.peer;
 
+import static dev.caravan.csi.peer.ChainJson.at;
+import static dev.caravan.csi.peer.ChainJson.inspect;
+import static dev.caravan.csi.peer.ChainJson.object;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.CsiException;
@@ -405,6 +408,23 @@ class ReplicationOnLocalTest {
     assertThat(cluster.csi("n1").listSnapshots(ListSnapshotsRequest.newBuilder().build()).getEntriesList().stream()
         .filter(e -> e.getSnapshot().getSnapshotId().startsWith(id + "@")).toList())
         .as("the owner's replication snapshots are not the volume's CSI snapshots").isEmpty();
+
+    // caravan inspect on both sides: the owner names the copy on n2 and its round; n2 names the dataset holding it.
+    waitFor(Duration.ofSeconds(30), () -> "ok".equals(at(inspect(cluster, "n1", id), "layers", "replication", "state")),
+        "the owner's replication layer ok");
+    Map<String, Object> owner = inspect(cluster, "n1", id);
+    assertThat(at(owner, "layers", "replication", "evidence", "role")).isEqualTo("owner");
+    assertThat(at(owner, "layers", "replication", "evidence", "interval_seconds")).isEqualTo("5");
+    assertThat(at(owner, "layers", "replication", "evidence", "copies", "n2", "newest_copy")).matches("repl-[0-9]+");
+    assertThat(at(owner, "layers", "replication", "evidence", "copies", "n2", "last_round", "outcome")).isEqualTo("ok");
+    Map<String, Object> held = object(inspect(cluster, "n2", id), "layers", "replication");
+    assertThat(held).containsEntry("state", "holds-copy");
+    assertThat(object(held, "evidence")).containsEntry("role", "replica").containsEntry("replica_of", id)
+        .containsEntry("location", replica).containsEntry("receive_waiting_to_resume", false);
+    // A round may end between the two reads and replace the copy: read both again until they agree.
+    waitFor(Duration.ofSeconds(20), () -> snapshotsOf(replica).contains(
+        replica + "@" + at(inspect(cluster, "n2", id), "layers", "replication", "evidence", "newest_copy")),
+        "zfs listing the copy n2's inspector names");
 
     String labels = "node=\"n2\",volume=\"" + id + "\""; // the exposition sorts labels by name
     // A round counts its bytes once the receiver has answered, a moment after the replica shows on n2.
