@@ -15,6 +15,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.ToIntFunction;
 
 /**
@@ -47,7 +48,34 @@ public final class Cryptsetups {
   // aes-xts-plain64 with two 256-bit keys: cryptsetup's LUKS2 default.
   private static final int VOLUME_KEY_BYTES = 64;
 
+  /**
+   * Every call into libcryptsetup holds this. Its device-mapper backend keeps process-wide state
+   * without a lock (a use count, whose last release closes libdevmapper's control descriptor, and the
+   * context its messages go to), so two threads in it at once can end each other's device-mapper
+   * connection: an inspection's status read beside its health check was answered "Cannot initialize
+   * device-mapper" with the mapping open. The cost: calls queue, a key derivation included.
+   */
+  private static final ReentrantLock LIBRARY = new ReentrantLock();
+
   private Cryptsetups() {}
+
+  private static int serialized(java.util.function.IntSupplier call) {
+    LIBRARY.lock();
+    try {
+      return call.getAsInt();
+    } finally {
+      LIBRARY.unlock();
+    }
+  }
+
+  private static <T> T serialized(java.util.function.Supplier<T> call) {
+    LIBRARY.lock();
+    try {
+      return call.get();
+    } finally {
+      LIBRARY.unlock();
+    }
+  }
 
   /** Throws, naming the Debian package, when libcryptsetup cannot be loaded. */
   public static void requireLibrary() {
@@ -215,14 +243,20 @@ public final class Cryptsetups {
   /** Removes the mapping {@code name}: 0, or a negative errno ({@code -EBUSY} while it is open). */
   public static int deactivate(String name) {
     requireLibrary();
-    try (Arena arena = Arena.ofConfined()) {
-      return Cryptsetup.crypt_deactivate(MemorySegment.NULL, arena.allocateFrom(name));
-    }
+    return serialized(() -> {
+      try (Arena arena = Arena.ofConfined()) {
+        return Cryptsetup.crypt_deactivate(MemorySegment.NULL, arena.allocateFrom(name));
+      }
+    });
   }
 
   /** What device-mapper says about {@code name}. */
   public static State state(String name) {
     requireLibrary();
+    return serialized(() -> stateOf(name));
+  }
+
+  private static State stateOf(String name) {
     try (Arena arena = Arena.ofConfined()) {
       int status = Cryptsetup.crypt_status(MemorySegment.NULL, arena.allocateFrom(name));
       if (status == Cryptsetup.CRYPT_ACTIVE()) {
@@ -241,6 +275,10 @@ public final class Cryptsetups {
   /** The active crypt mapping {@code name}: its device and size; empty when it is not active. */
   public static Optional<Active> active(String name) {
     requireLibrary();
+    return serialized(() -> activeOf(name));
+  }
+
+  private static Optional<Active> activeOf(String name) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment mapping = arena.allocateFrom(name);
       MemorySegment holder = arena.allocate(ADDRESS);
@@ -277,6 +315,10 @@ public final class Cryptsetups {
    */
   public static int resize(String name, byte[] passphrase) {
     requireLibrary();
+    return serialized(() -> resizeOf(name, passphrase));
+  }
+
+  private static int resizeOf(String name, byte[] passphrase) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment mapping = arena.allocateFrom(name);
       MemorySegment holder = arena.allocate(ADDRESS);
@@ -344,6 +386,10 @@ public final class Cryptsetups {
 
   private static int withDevice(String device, DeviceCall call) {
     requireLibrary();
+    return serialized(() -> onDevice(device, call));
+  }
+
+  private static int onDevice(String device, DeviceCall call) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment holder = arena.allocate(ADDRESS);
       int init = Cryptsetup.crypt_init(holder, arena.allocateFrom(device));
