@@ -1,5 +1,6 @@
 package dev.caravan.csi.backend;
 
+import dev.caravan.csi.support.Failures;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -77,7 +78,7 @@ public final class BoundedReadiness {
     } catch (TimeoutException e) {
       return late(c);
     } catch (ExecutionException e) {
-      return Readiness.notReady(subject.get() + ": " + e.getCause());
+      return Readiness.notReady(subject.get() + ": " + Failures.describe(e.getCause()));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return Readiness.notReady("interrupted");
@@ -98,7 +99,7 @@ public final class BoundedReadiness {
     try {
       answer = check.get();
     } catch (RuntimeException e) {
-      answer = Readiness.notReady(subject.get() + ": " + e);
+      answer = Readiness.notReady(subject.get() + ": " + Failures.describe(e));
     }
     synchronized (this) {
       last = new Answer(answer, System.nanoTime());

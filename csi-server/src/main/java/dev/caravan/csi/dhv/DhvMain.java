@@ -122,7 +122,8 @@ public final class DhvMain {
       };
       return fail(out, op, e.getMessage(), status);
     } catch (Exception e) {
-      return fail(out, op, e.getClass().getSimpleName() + ": " + e.getMessage(), DhvException.FAILED);
+      LOG.log(System.Logger.Level.ERROR, "unexpected failure", e);
+      return fail(out, op, dev.caravan.csi.support.Failures.describe(e), DhvException.FAILED);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.caravan.csi.server;
 
+import dev.caravan.csi.support.Failures;
 import io.grpc.ForwardingServerCallListener.SimpleForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -10,7 +11,7 @@ import io.grpc.StatusRuntimeException;
 
 /**
  * The last line of defence: an exception escaping a service method becomes INTERNAL with a one-line
- * message (the stack trace goes to the log, never to the client). Services normally map their own
+ * message ({@link Failures}: the stack trace and the class go to the log, never to the client). Services normally map their own
  * failures through {@link dev.caravan.csi.service.Rpc}.
  */
 final class ErrorInterceptor implements ServerInterceptor {
@@ -30,15 +31,10 @@ final class ErrorInterceptor implements ServerInterceptor {
         } catch (RuntimeException e) {
           LOG.log(System.Logger.Level.ERROR,
               "unexpected failure in " + call.getMethodDescriptor().getFullMethodName(), e);
-          closeQuietly(call, Status.INTERNAL.withDescription("internal error: " + describe(e)));
+          closeQuietly(call, Status.INTERNAL.withDescription(Failures.internal(e)));
         }
       }
     };
-  }
-
-  static String describe(Throwable e) {
-    String message = e.getMessage();
-    return e.getClass().getSimpleName() + (message == null ? "" : ": " + message);
   }
 
   private static void closeQuietly(ServerCall<?, ?> call, Status status) {

@@ -169,7 +169,7 @@ final class RpcExecutors implements ServerInterceptor {
       } catch (Throwable t) {
         LOG.log(System.Logger.Level.ERROR, "unexpected failure in " + call.getMethodDescriptor().getFullMethodName(), t);
         try {
-          call.close(Status.INTERNAL.withDescription("internal error: " + ErrorInterceptor.describe(t)), new Metadata());
+          call.close(Status.INTERNAL.withDescription(dev.caravan.csi.support.Failures.internal(t)), new Metadata());
         } catch (RuntimeException alreadyClosed) {
           LOG.log(System.Logger.Level.DEBUG, "call already closed", alreadyClosed);
         }

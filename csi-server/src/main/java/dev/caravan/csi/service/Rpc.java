@@ -1,6 +1,7 @@
 package dev.caravan.csi.service;
 
 import dev.caravan.csi.backend.CsiException;
+import dev.caravan.csi.support.Failures;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -24,12 +25,7 @@ public final class Rpc {
       return;
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.ERROR, "unexpected failure", e);
-      String message = e.getMessage();
-      observer.onError(
-          Status.INTERNAL
-              .withDescription(
-                  "internal error: " + e.getClass().getSimpleName() + (message == null ? "" : ": " + message))
-              .asRuntimeException());
+      observer.onError(Status.INTERNAL.withDescription(Failures.internal(e)).asRuntimeException());
       return;
     }
     observer.onNext(response);

@@ -100,12 +100,38 @@ final class Http implements AutoCloseable {
       return new Response(r.statusCode(), r.body());
     } catch (IOException e) {
       throw new CsiException(CsiException.Kind.UNAVAILABLE,
-          "QNAP appliance " + base + " did not answer " + what + ": " + e.getClass().getSimpleName()
-              + (e.getMessage() == null ? "" : " " + e.getMessage()), e);
+          "QNAP appliance " + base + " did not answer " + what + ": " + connectionFailure(e), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new CsiException(CsiException.Kind.ABORTED, "interrupted while calling the QNAP appliance (" + what + ")");
     }
+  }
+
+  /**
+   * Why a request got no answer, in words: the JDK's message, or, for the kinds that often come
+   * without one (a refused connection, a closed one), what that kind means.
+   */
+  static String connectionFailure(IOException e) {
+    if (e instanceof javax.net.ssl.SSLException) {
+      // The JDK's message names its certificate path classes; the innermost cause says what failed.
+      Throwable root = e;
+      while (root.getCause() != null) {
+        root = root.getCause();
+      }
+      return "the TLS handshake failed (" + dev.caravan.csi.support.Failures.describe(root)
+          + "); the appliance's certificate must chain to the configured CA";
+    }
+    String message = e.getMessage();
+    if (message != null && !message.isBlank()) {
+      return message;
+    }
+    if (e instanceof java.net.ConnectException) {
+      return "the connection was refused or could not be made";
+    }
+    if (e instanceof java.io.EOFException) {
+      return "the connection closed before the answer came";
+    }
+    return dev.caravan.csi.support.Failures.describe(e);
   }
 
   static String encode(Map<String, String> params) {

@@ -98,7 +98,7 @@ public final class ObserveApi {
           + " /v1/volumes/{id}/chain");
     } catch (RuntimeException e) {
       System.getLogger(ObserveApi.class.getName()).log(System.Logger.Level.WARNING, "observe API failure", e);
-      return Response.error(500, "internal error: " + e.getClass().getSimpleName());
+      return Response.error(500, dev.caravan.csi.support.Failures.internal(e));
     }
   }
 
