@@ -2,6 +2,7 @@ package dev.caravan.csi.backend;
 
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.zfs.Pbkdf2Iters;
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -19,5 +20,41 @@ public record KeyCosts(KeySlotCost luks, Pbkdf2Iters zfs) {
   public KeyCosts {
     Objects.requireNonNull(luks, "luks");
     Objects.requireNonNull(zfs, "zfs");
+  }
+
+  /**
+   * The LUKS2 key slot cost {@code --luks-iter-time} names: {@code ms} of argon2id.
+   *
+   * @throws IllegalArgumentException naming the flag and its range
+   */
+  public static KeySlotCost luksIterTime(long ms) {
+    if (ms < KeySlotCost.MIN_ITER_TIME_MS || ms > KeySlotCost.MAX_ITER_TIME_MS) {
+      throw new IllegalArgumentException("--luks-iter-time '" + ms + "' must be a whole number of milliseconds from "
+          + KeySlotCost.MIN_ITER_TIME_MS + " to " + KeySlotCost.MAX_ITER_TIME_MS);
+    }
+    return KeySlotCost.iterTime(Duration.ofMillis(ms));
+  }
+
+  /**
+   * The {@code pbkdf2iters} {@code --zfs-pbkdf2-iters} names.
+   *
+   * @throws IllegalArgumentException naming the flag and its range
+   */
+  public static Pbkdf2Iters zfsPbkdf2Iters(long n) {
+    if (n < Pbkdf2Iters.MINIMUM || n > Pbkdf2Iters.MAXIMUM) {
+      throw new IllegalArgumentException("--zfs-pbkdf2-iters '" + n + "' must be from " + Pbkdf2Iters.MINIMUM
+          + " (OpenZFS's minimum) to " + Pbkdf2Iters.MAXIMUM);
+    }
+    return new Pbkdf2Iters(n);
+  }
+
+  /** This cost with {@code luks} for LUKS2 key slots. */
+  public KeyCosts withLuks(KeySlotCost cost) {
+    return new KeyCosts(cost, zfs);
+  }
+
+  /** This cost with {@code zfs} for ZFS wrapping keys. */
+  public KeyCosts withZfs(Pbkdf2Iters cost) {
+    return new KeyCosts(luks, cost);
   }
 }

@@ -1,5 +1,6 @@
 package dev.caravan.csi.cli;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.dhv.DhvMain;
 import dev.caravan.csi.dhv.DhvInstaller;
 import java.io.File;
@@ -50,6 +51,14 @@ final class DhvCommand implements Runnable {
         + " Without it, encryption=on is refused.")
     Path passphraseFile;
 
+    @Option(names = "--luks-iter-time", paramLabel = "MS", description = "file and qnap: how long opening the LUKS2"
+        + " key slot of a new encrypted volume takes: caravan serve's flag of the same name, its range and default.")
+    Long luksIterTime;
+
+    @Option(names = "--zfs-pbkdf2-iters", paramLabel = "COUNT", description = "local: the pbkdf2iters of new"
+        + " encrypted volumes: caravan serve's flag of the same name, its range and default.")
+    Long zfsPbkdf2Iters;
+
     @Option(names = "--java", description = "The java launcher the plugins run (default: this one).")
     Path java;
 
@@ -67,8 +76,15 @@ final class DhvCommand implements Runnable {
       String cp = classPath != null ? classPath : absolute(System.getProperty("java.class.path"));
       List<Path> written;
       try {
+        KeyCosts costs = KeyCosts.DEFAULT;
+        if (luksIterTime != null) {
+          costs = costs.withLuks(KeyCosts.luksIterTime(luksIterTime));
+        }
+        if (zfsPbkdf2Iters != null) {
+          costs = costs.withZfs(KeyCosts.zfsPbkdf2Iters(zfsPbkdf2Iters));
+        }
         DhvInstaller installer = new DhvInstaller(launcher.toAbsolutePath(), cp, data.toAbsolutePath(), options,
-            Optional.ofNullable(passphraseFile).map(Path::toAbsolutePath));
+            Optional.ofNullable(passphraseFile).map(Path::toAbsolutePath), costs);
         written = installer.install(pluginDir.toAbsolutePath(), driver);
       } catch (IllegalArgumentException e) {
         System.err.println("caravan dhv install: " + e.getMessage());

@@ -400,12 +400,11 @@ final class ServeCommand implements Callable<Integer> {
     if (luksIterTime == null) {
       return KeySlotCost.DEFAULT;
     }
-    long ms = luksIterTime;
-    if (ms < KeySlotCost.MIN_ITER_TIME_MS || ms > KeySlotCost.MAX_ITER_TIME_MS) {
-      throw new FlagException("--luks-iter-time '" + ms + "' must be a whole number of milliseconds from "
-          + KeySlotCost.MIN_ITER_TIME_MS + " to " + KeySlotCost.MAX_ITER_TIME_MS);
+    try {
+      return KeyCosts.luksIterTime(luksIterTime);
+    } catch (IllegalArgumentException e) {
+      throw new FlagException(e.getMessage());
     }
-    return KeySlotCost.iterTime(Duration.ofMillis(ms));
   }
 
   /**
@@ -417,12 +416,11 @@ final class ServeCommand implements Callable<Integer> {
     if (zfsPbkdf2Iters == null) {
       return Pbkdf2Iters.DEFAULT;
     }
-    long n = zfsPbkdf2Iters;
-    if (n < Pbkdf2Iters.MINIMUM || n > Pbkdf2Iters.MAXIMUM) {
-      throw new FlagException("--zfs-pbkdf2-iters '" + n + "' must be from " + Pbkdf2Iters.MINIMUM
-          + " (OpenZFS's minimum) to " + Pbkdf2Iters.MAXIMUM);
+    try {
+      return KeyCosts.zfsPbkdf2Iters(zfsPbkdf2Iters);
+    } catch (IllegalArgumentException e) {
+      throw new FlagException(e.getMessage());
     }
-    return new Pbkdf2Iters(n);
   }
 
   /** Where {@code drv}'s state lives without {@code --data-dir}; doctor checks the same place. */

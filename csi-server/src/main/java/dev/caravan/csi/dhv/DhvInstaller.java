@@ -1,5 +1,6 @@
 package dev.caravan.csi.dhv;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.storage.file.AtomicFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -30,9 +31,11 @@ import java.util.TreeMap;
  * @param options backend options passed on as {@code --option key=value}
  * @param passphraseFile where encrypted volumes' passphrase is ({@code encryption=on}): a file only its
  *     owner can read, named in the executable (never its content)
+ * @param keyCosts the key derivation work of new encrypted volumes, as {@code caravan serve} takes it
+ *     ({@code --luks-iter-time}, {@code --zfs-pbkdf2-iters}); named in the executable when not the default
  */
 public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options,
-    Optional<Path> passphraseFile) {
+    Optional<Path> passphraseFile, KeyCosts keyCosts) {
   /** The JVM options of a one-call process: starts fast, writes nothing to standard output. */
   static final List<String> JVM_OPTIONS = List.of("--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC",
       "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:MaxRAM=256m", "-Xlog:disable", "-Xlog:all=warning:stderr");
@@ -45,6 +48,12 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     passphraseFile.flatMap(PassphraseFile::problem).ifPresent(why -> {
       throw new IllegalArgumentException("--passphrase-file: " + why);
     });
+  }
+
+  /** An installer whose encrypted volumes take the default key costs. */
+  public DhvInstaller(Path java, String classPath, Path dataDir, Map<String, String> options,
+      Optional<Path> passphraseFile) {
+    this(java, classPath, dataDir, options, passphraseFile, KeyCosts.DEFAULT);
   }
 
   /** An installer whose plugins refuse {@code encryption=on} (no passphrase file). */
@@ -128,6 +137,12 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     command.addAll(List.of("-cp", classPath, DhvMain.class.getName(), "--driver", driver, "--mode", mode.id(),
         "--data-dir", dataDir.toString()));
     passphraseFile.ifPresent(f -> command.addAll(List.of("--passphrase-file", f.toString())));
+    if (!keyCosts.luks().equals(KeyCosts.DEFAULT.luks())) {
+      command.addAll(List.of("--luks-iter-time", Long.toString(keyCosts.luks().iterTime().toMillis())));
+    }
+    if (!keyCosts.zfs().equals(KeyCosts.DEFAULT.zfs())) {
+      command.addAll(List.of("--zfs-pbkdf2-iters", Long.toString(keyCosts.zfs().count())));
+    }
     options.forEach((k, v) -> command.addAll(List.of("--option", k + "=" + v)));
     StringBuilder exec = new StringBuilder("exec");
     for (String arg : command) {

@@ -1,5 +1,6 @@
 package dev.caravan.csi.dhv;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.support.Json;
@@ -95,7 +96,7 @@ public final class DhvMain {
       Map<String, Object> result;
       try (AutoCloseable lock = store.lock(req.volumeId());
           DhvVolumes volumes = DhvVolumes.open(inv.driver(), inv.mode(), inv.dataDir(), inv.options(), req, store,
-              storageNode, inv.passphraseFile())) {
+              storageNode, inv.passphraseFile(), inv.keyCosts())) {
         result = switch (inv.operation()) {
           case CREATE -> volumes.create();
           case DELETE -> volumes.delete();
@@ -136,12 +137,13 @@ public final class DhvMain {
 
   /** The wrapper's arguments and Nomad's operation. */
   record Invocation(String driver, Mode mode, Path dataDir, Map<String, String> options,
-      Optional<Path> passphraseFile, Operation operation) {
+      Optional<Path> passphraseFile, KeyCosts keyCosts, Operation operation) {
     static Invocation parse(String[] args) {
       String driver = null;
       Mode mode = null;
       Path dataDir = null;
       Path passphraseFile = null;
+      KeyCosts keyCosts = KeyCosts.DEFAULT;
       Map<String, String> options = new TreeMap<>();
       List<String> rest = new java.util.ArrayList<>();
       for (int i = 0; i < args.length; i++) {
@@ -154,6 +156,14 @@ public final class DhvMain {
           case "--mode" -> mode = Mode.parse(args[++i]);
           case "--data-dir" -> dataDir = Path.of(args[++i]);
           case "--passphrase-file" -> passphraseFile = Path.of(args[++i]);
+          case "--luks-iter-time" -> {
+            long ms = number(a, args[++i]);
+            keyCosts = keyCosts.withLuks(inRange(() -> KeyCosts.luksIterTime(ms)));
+          }
+          case "--zfs-pbkdf2-iters" -> {
+            long n = number(a, args[++i]);
+            keyCosts = keyCosts.withZfs(inRange(() -> KeyCosts.zfsPbkdf2Iters(n)));
+          }
           case "--option" -> {
             String kv = args[++i];
             int eq = kv.indexOf('=');
@@ -178,7 +188,24 @@ public final class DhvMain {
       if (mode == null || dataDir == null || !dataDir.isAbsolute()) {
         throw DhvException.invalid("--mode and an absolute --data-dir are required");
       }
-      return new Invocation(driver, mode, dataDir, options, Optional.ofNullable(passphraseFile), op);
+      return new Invocation(driver, mode, dataDir, options, Optional.ofNullable(passphraseFile), keyCosts, op);
+    }
+
+    private static <T> T inRange(Supplier<T> cost) {
+      try {
+        return cost.get();
+      } catch (IllegalArgumentException e) {
+        throw DhvException.invalid(e.getMessage());
+      }
+    }
+
+    private static long number(String flag, String value) {
+      try {
+        return Long.parseLong(value);
+      } catch (NumberFormatException e) {
+        throw DhvException.invalid(flag + ": '" + dev.caravan.csi.backend.IdRules.printable(value)
+            + "' is not a whole number");
+      }
     }
   }
 }

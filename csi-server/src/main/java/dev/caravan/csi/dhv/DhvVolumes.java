@@ -1,5 +1,6 @@
 package dev.caravan.csi.dhv;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.backend.AccessType;
 import dev.caravan.csi.backend.Backend;
 import dev.caravan.csi.backend.BackendConfig;
@@ -91,7 +92,7 @@ final class DhvVolumes implements AutoCloseable {
    *     was installed with one
    */
   static DhvVolumes open(String driver, Mode mode, Path dataDir, Map<String, String> options, DhvRequest req,
-      DhvStore store, Supplier<String> storageNode, Optional<Path> passphraseFile) {
+      DhvStore store, Supplier<String> storageNode, Optional<Path> passphraseFile, KeyCosts keyCosts) {
     if (driver.equals("qnap")) {
       List<String> chap = options.keySet().stream().filter(k -> k.contains("chap")).sorted().toList();
       if (!chap.isEmpty()) {
@@ -101,7 +102,8 @@ final class DhvVolumes implements AutoCloseable {
       }
     }
     NodeJournal journal = NodeJournal.open(store.journalDir(req.nodeId(), req.volumeId()));
-    Backend backend = Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, journal.usage()));
+    Backend backend =
+        Backends.open(driver, new BackendConfig(req.nodeId(), dataDir, options, journal.usage(), keyCosts));
     return new DhvVolumes(mode, req, store, backend, new NodeEngine(backend.node(), journal), storageNode,
         passphraseFile);
   }

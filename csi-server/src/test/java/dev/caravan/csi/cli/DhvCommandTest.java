@@ -3,6 +3,7 @@ package dev.caravan.csi.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
+import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -26,6 +27,39 @@ class DhvCommandTest {
           .contains("'--mode' '" + (id.endsWith("deferred") ? "deferred" : "immediate") + "'");
       assertThat(Files.isExecutable(plugins.resolve(id))).isTrue();
     }
+  }
+
+  @Test
+  void keyCostsAreTakenAsServeTakesThemAndOutOfRangeOnesWriteNothing() throws IOException {
+    Path plugins = work.resolve("plugins");
+    String[] base = {"dhv", "install", "--plugin-dir", plugins.toString(), "--data-dir", work.resolve("data").toString()};
+    for (String bad : List.of("--luks-iter-time=0", "--zfs-pbkdf2-iters=99999")) {
+      PrintStream before = System.err;
+      java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+      System.setErr(new PrintStream(printed, true, java.nio.charset.StandardCharsets.UTF_8));
+      int status;
+      try {
+        status = new CommandLine(new Main()).execute(concat(base, bad));
+      } finally {
+        System.setErr(before);
+      }
+      assertThat(status).as(bad).isEqualTo(2);
+      assertThat(printed.toString(java.nio.charset.StandardCharsets.UTF_8)).as(bad)
+          .contains(bad.substring(0, bad.indexOf('=')) + " '" + bad.substring(bad.indexOf('=') + 1) + "' must be");
+      assertThat(plugins).as("no plugin written for %s", bad).doesNotExist();
+    }
+    assertThat(new CommandLine(new Main()).execute(concat(base, "--luks-iter-time=250", "--zfs-pbkdf2-iters=500000")))
+        .isZero();
+    for (String id : new String[] {"caravan-file", "caravan-file-deferred"}) {
+      assertThat(Files.readString(plugins.resolve(id))).contains("'--luks-iter-time' '250'")
+          .contains("'--zfs-pbkdf2-iters' '500000'");
+    }
+  }
+
+  private static String[] concat(String[] base, String... more) {
+    List<String> all = new java.util.ArrayList<>(List.of(base));
+    all.addAll(List.of(more));
+    return all.toArray(String[]::new);
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.caravan.csi.dhv;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.support.Json;
 import dev.caravan.csi.testing.RootLog;
 import dev.caravan.csi.testing.TestClassPath;
@@ -131,6 +132,28 @@ class DhvPluginOnFileTest {
       assertThat(Files.readString(p)).startsWith("#!/bin/sh\n").contains("exec '" + System.getProperty("java.home"));
     }
     assertThat(Files.readString(outside)).as("the symlink was replaced, not followed").isEqualTo("not a plugin");
+  }
+
+  @Test
+  void keyCostsGoIntoTheExecutablesAndOutOfRangeOnesAreRefusedNamingTheFlag() throws IOException {
+    Path costly = work.resolve("costly");
+    new DhvInstaller(Path.of(System.getProperty("java.home"), "bin", "java"), TestClassPath.of(), dataDir, Map.of(),
+        Optional.empty(), KeyCosts.DEFAULT.withLuks(KeyCosts.luksIterTime(5)).withZfs(KeyCosts.zfsPbkdf2Iters(200000)))
+        .install(costly, "file");
+    assertThat(Files.readString(costly.resolve("caravan-file")))
+        .contains("'--luks-iter-time' '5'").contains("'--zfs-pbkdf2-iters' '200000'");
+    assertThat(Files.readString(pluginDir.resolve("caravan-file"))).as("the default costs are not written out")
+        .doesNotContain("--luks-iter-time").doesNotContain("--zfs-pbkdf2-iters");
+
+    Map<String, String> env = DhvEnv.create(nodeA, volume("costed", 16 * MIB));
+    for (List<String> flag : List.of(List.of("--luks-iter-time", "0"), List.of("--luks-iter-time", "fast"),
+        List.of("--zfs-pbkdf2-iters", "99999"))) {
+      InProcess refused = inProcess("immediate", env, flag);
+      assertThat(refused.status()).as(refused.toString()).isEqualTo(DhvException.INVALID);
+      assertThat(refused.stdout()).as(refused.toString()).contains(flag.get(0) + (flag.get(1).equals("fast")
+          ? ": 'fast' is not a whole number" : " '" + flag.get(1) + "' must be"));
+    }
+    assertThat(images()).as("a refused call makes nothing").isEmpty();
   }
 
   // ---- immediate mode --------------------------------------------------------------------------
@@ -577,14 +600,23 @@ class DhvPluginOnFileTest {
 
   private record InProcess(int status, String stdout) {}
 
-  /** One operation through {@link DhvMain#run}, with the executable's arguments and a passphrase file. */
+  /**
+   * One operation through {@link DhvMain#run}, with the executable's arguments and a passphrase file;
+   * the least key slot work allowed, as every test suite (TestBackend's key costs).
+   */
   private InProcess inProcess(String mode, Map<String, String> env, Path keyFile) {
-    String[] args = {"--driver", "file", "--mode", mode, "--data-dir", dataDir.toString(), "--passphrase-file",
-        keyFile.toString(), env.get("DHV_OPERATION")};
+    return inProcess(mode, env, List.of("--passphrase-file", keyFile.toString(), "--luks-iter-time", "1"));
+  }
+
+  /** One operation through {@link DhvMain#run}, with the executable's arguments and {@code more}. */
+  private InProcess inProcess(String mode, Map<String, String> env, List<String> more) {
+    List<String> args = new ArrayList<>(List.of("--driver", "file", "--mode", mode, "--data-dir", dataDir.toString()));
+    args.addAll(more);
+    args.add(env.get("DHV_OPERATION"));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int status;
     try (PrintStream ps = new PrintStream(out, true, StandardCharsets.UTF_8)) {
-      status = DhvMain.run(args, env, ps);
+      status = DhvMain.run(args.toArray(String[]::new), env, ps);
     }
     return new InProcess(status, out.toString(StandardCharsets.UTF_8).strip());
   }

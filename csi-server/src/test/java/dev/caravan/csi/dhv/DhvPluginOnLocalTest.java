@@ -128,12 +128,15 @@ class DhvPluginOnLocalTest {
     assertThat(noFile.stdout()).contains("--passphrase-file");
     assertThat(zvols()).as("a refused create makes nothing").isEmpty();
 
+    // The least key work allowed (the default's 350000 rounds cost seconds per key load in the guest).
     Map<String, Object> created = ok("immediate", "create", DhvEnv.create(nodeA, v), "--passphrase-file",
-        keyFile.toString());
+        keyFile.toString(), "--zfs-pbkdf2-iters", "100000");
     Path path = nodeA.volumesDir().resolve(v.id());
     assertThat(created).containsEntry("path", path.toString());
     String zvol = zvols().getFirst();
     assertThat(zfs("get", "-H", "-o", "value", "encryption", zvol)).isNotEqualTo("off");
+    assertThat(zfs("get", "-H", "-o", "value", "pbkdf2iters", zvol)).as("the executable's --zfs-pbkdf2-iters")
+        .isEqualTo("100000");
     assertThat(zfs("get", "-H", "-o", "value", "keystatus", zvol)).isEqualTo("available");
     Files.writeString(path.resolve("data.txt"), "kept");
     // What a reboot takes away, the create at agent start puts back, with the file's passphrase.
