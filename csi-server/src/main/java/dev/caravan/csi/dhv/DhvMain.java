@@ -1,5 +1,6 @@
 package dev.caravan.csi.dhv;
 
+import dev.caravan.csi.support.Failures;
 import dev.caravan.csi.backend.KeyCosts;
 import dev.caravan.csi.support.BuildInfo;
 import dev.caravan.csi.backend.CsiException;
@@ -124,7 +125,7 @@ public final class DhvMain {
       return fail(out, op, e.getMessage(), status);
     } catch (Exception e) {
       LOG.log(System.Logger.Level.ERROR, "unexpected failure", e);
-      return fail(out, op, dev.caravan.csi.support.Failures.describe(e), DhvException.FAILED);
+      return fail(out, op, Failures.describe(e), DhvException.FAILED);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.caravan.csi.peer;
 
+import dev.caravan.csi.support.Failures;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.peer.v1.PeerGrpc;
 import io.grpc.ConnectivityState;
@@ -108,10 +109,7 @@ final class PeerClient implements AutoCloseable {
     if (e.getStatus().getDescription() != null) {
       out.append(" (").append(e.getStatus().getDescription()).append(')');
     }
-    Throwable root = e;
-    while (root.getCause() != null) {
-      root = root.getCause();
-    }
+    Throwable root = Failures.rootCause(e);
     if (root != e && root.getMessage() != null) {
       out.append(": ").append(root.getMessage());
     }

@@ -11,8 +11,8 @@ import io.grpc.StatusRuntimeException;
 
 /**
  * The last line of defence: an exception escaping a service method becomes INTERNAL with a one-line
- * message ({@link Failures}: the stack trace and the class go to the log, never to the client). Services normally map their own
- * failures through {@link dev.caravan.csi.service.Rpc}.
+ * message ({@link Failures}: the stack trace and the class go to the log, never to the client).
+ * Services normally map their own failures through {@link dev.caravan.csi.service.Rpc}.
  */
 final class ErrorInterceptor implements ServerInterceptor {
   private static final System.Logger LOG = System.getLogger(ErrorInterceptor.class.getName());

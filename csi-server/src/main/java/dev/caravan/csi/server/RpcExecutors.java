@@ -1,5 +1,6 @@
 package dev.caravan.csi.server;
 
+import dev.caravan.csi.support.Failures;
 import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.NodeGrpc;
 import io.grpc.Metadata;
@@ -169,7 +170,7 @@ final class RpcExecutors implements ServerInterceptor {
       } catch (Throwable t) {
         LOG.log(System.Logger.Level.ERROR, "unexpected failure in " + call.getMethodDescriptor().getFullMethodName(), t);
         try {
-          call.close(Status.INTERNAL.withDescription(dev.caravan.csi.support.Failures.internal(t)), new Metadata());
+          call.close(Status.INTERNAL.withDescription(Failures.internal(t)), new Metadata());
         } catch (RuntimeException alreadyClosed) {
           LOG.log(System.Logger.Level.DEBUG, "call already closed", alreadyClosed);
         }

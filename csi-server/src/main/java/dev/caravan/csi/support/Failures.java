@@ -19,6 +19,15 @@ public final class Failures {
     return message;
   }
 
+  /** The innermost cause of {@code failure}: a refused connection, a TLS alert, what the wrappers wrap. */
+  public static Throwable rootCause(Throwable failure) {
+    Throwable root = failure;
+    while (root.getCause() != null) {
+      root = root.getCause();
+    }
+    return root;
+  }
+
   /** {@code internal error: } and {@link #describe}: what INTERNAL answers carry. */
   public static String internal(Throwable failure) {
     return "internal error: " + describe(failure);

@@ -1,5 +1,6 @@
 package dev.caravan.csi.backend.qnap;
 
+import dev.caravan.csi.support.Failures;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.support.Pem;
 import java.io.IOException;
@@ -114,11 +115,7 @@ final class Http implements AutoCloseable {
   static String connectionFailure(IOException e) {
     if (e instanceof javax.net.ssl.SSLException) {
       // The JDK's message names its certificate path classes; the innermost cause says what failed.
-      Throwable root = e;
-      while (root.getCause() != null) {
-        root = root.getCause();
-      }
-      return "the TLS handshake failed (" + dev.caravan.csi.support.Failures.describe(root)
+      return "the TLS handshake failed (" + Failures.describe(Failures.rootCause(e))
           + "); the appliance's certificate must chain to the configured CA";
     }
     String message = e.getMessage();
@@ -131,7 +128,7 @@ final class Http implements AutoCloseable {
     if (e instanceof java.io.EOFException) {
       return "the connection closed before the answer came";
     }
-    return dev.caravan.csi.support.Failures.describe(e);
+    return Failures.describe(e);
   }
 
   static String encode(Map<String, String> params) {

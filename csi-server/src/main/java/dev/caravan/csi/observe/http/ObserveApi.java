@@ -1,5 +1,6 @@
 package dev.caravan.csi.observe.http;
 
+import dev.caravan.csi.support.Failures;
 import dev.caravan.csi.backend.ControllerBackend;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.IdRules;
@@ -98,7 +99,7 @@ public final class ObserveApi {
           + " /v1/volumes/{id}/chain");
     } catch (RuntimeException e) {
       System.getLogger(ObserveApi.class.getName()).log(System.Logger.Level.WARNING, "observe API failure", e);
-      return Response.error(500, dev.caravan.csi.support.Failures.internal(e));
+      return Response.error(500, Failures.internal(e));
     }
   }
 

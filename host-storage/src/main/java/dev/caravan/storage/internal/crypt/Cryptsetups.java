@@ -59,16 +59,9 @@ public final class Cryptsetups {
 
   private Cryptsetups() {}
 
-  private static int serialized(java.util.function.IntSupplier call) {
-    LIBRARY.lock();
-    try {
-      return call.getAsInt();
-    } finally {
-      LIBRARY.unlock();
-    }
-  }
-
+  /** {@code call} into the library, once it is known to load, holding {@link #LIBRARY}. */
   private static <T> T serialized(java.util.function.Supplier<T> call) {
+    requireLibrary();
     LIBRARY.lock();
     try {
       return call.get();
@@ -242,7 +235,6 @@ public final class Cryptsetups {
 
   /** Removes the mapping {@code name}: 0, or a negative errno ({@code -EBUSY} while it is open). */
   public static int deactivate(String name) {
-    requireLibrary();
     return serialized(() -> {
       try (Arena arena = Arena.ofConfined()) {
         return Cryptsetup.crypt_deactivate(MemorySegment.NULL, arena.allocateFrom(name));
@@ -252,7 +244,6 @@ public final class Cryptsetups {
 
   /** What device-mapper says about {@code name}. */
   public static State state(String name) {
-    requireLibrary();
     return serialized(() -> stateOf(name));
   }
 
@@ -274,7 +265,6 @@ public final class Cryptsetups {
 
   /** The active crypt mapping {@code name}: its device and size; empty when it is not active. */
   public static Optional<Active> active(String name) {
-    requireLibrary();
     return serialized(() -> activeOf(name));
   }
 
@@ -314,7 +304,6 @@ public final class Cryptsetups {
    * into the keyring first, as {@code cryptsetup resize} does.
    */
   public static int resize(String name, byte[] passphrase) {
-    requireLibrary();
     return serialized(() -> resizeOf(name, passphrase));
   }
 
@@ -385,7 +374,6 @@ public final class Cryptsetups {
   }
 
   private static int withDevice(String device, DeviceCall call) {
-    requireLibrary();
     return serialized(() -> onDevice(device, call));
   }
 
