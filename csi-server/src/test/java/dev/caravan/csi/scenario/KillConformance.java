@@ -2,6 +2,7 @@ package dev.caravan.csi.scenario;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.caravan.csi.peer.ReplicationKillOnFileTest;
 import dev.caravan.csi.support.CrashPoints;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -506,6 +507,8 @@ public abstract class KillConformance {
         Case::step, TreeMap::new, Collectors.mapping(Case::where, Collectors.toCollection(TreeSet::new))));
     // qnap's controller steps die on one controller instance and are retried on another, on the host.
     ControllerFailoverOnQnapTest.STEPS.forEach(step -> inMatrix.computeIfAbsent(step, k -> new TreeSet<>()).add(Where.QNAP));
+    // Replication's steps die on one of two peer nodes, and the next round is checked, on the host.
+    ReplicationKillOnFileTest.STEPS.forEach(step -> inMatrix.computeIfAbsent(step, k -> new TreeSet<>()).add(Where.FILE));
     assertThat(inMatrix).as("crash points in MATRIX (left) and in the main sources (right)").isEqualTo(inSources);
   }
 

@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.SnapshotInfo;
 import dev.caravan.csi.backend.file.Records.State;
 import dev.caravan.csi.backend.file.Records.VolumeRecord;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.support.PropertiesCodec;
 import dev.caravan.storage.file.AtomicFiles;
 import dev.caravan.storage.file.SparseFiles;
@@ -220,9 +221,17 @@ final class FileReplication implements Replication {
     String name = PREFIX + millis;
     Path image = dir.resolve(name + IMG);
     Path partial = FileStore.partial(image);
-    FileStore.delete(partial);
+    // One round at a time per volume (the scheduler's rule), and a round's copy lives only until its stream
+    // is sent: a copy or partial copy here is an earlier round's, which a crash cut short.
+    removeLeftovers(dir);
+    for (String f : list(dir)) {
+      if (f.endsWith(IMG) && ownFile(f)) {
+        FileStore.delete(dir.resolve(f));
+      }
+    }
     // The step CreateSnapshot takes: frozen while staged here, a reflink when attached unfrozen.
     controller.copyAtOneInstant("volume_id", volumeId, partial, () -> {});
+    CrashPoints.reach("replication.point.after-copy");
     Digests d;
     try {
       d = Digests.of(partial, r.sizeBytes(), r.encrypted());
@@ -231,6 +240,7 @@ final class FileReplication implements Replication {
       throw e;
     }
     AtomicFiles.write(dir.resolve(name + DIGESTS), d.encode());
+    CrashPoints.reach("replication.point.after-digests");
     FileStore.publish(partial, image);
     return new Point(name, d.guid());
   }
@@ -260,6 +270,7 @@ final class FileReplication implements Replication {
       o.writeBoolean(target.encrypted());
       o.writeInt(BLOCK);
       long records = 0;
+      boolean sentData = false;
       byte[] block = new byte[BLOCK];
       try (FileChannel ch = FileChannel.open(image, StandardOpenOption.READ)) {
         for (int i = 0; i < target.count(); i++) {
@@ -279,6 +290,11 @@ final class FileReplication implements Replication {
           o.writeInt(DATA);
           o.writeLong(i);
           o.write(block, 0, length);
+          if (!sentData) {
+            sentData = true;
+            o.flush(); // the receiver has begun its copy when a kill test stops the sender here
+            CrashPoints.reach("replication.send.after-first-block");
+          }
         }
       }
       o.writeInt(END);
@@ -330,6 +346,18 @@ final class FileReplication implements Replication {
       }
     }
     removeDir(dir);
+  }
+
+  /**
+   * Removes what a cut stream or a crash left in a point or replica directory: partial copies and the
+   * temporary files of digest lists, never a complete copy or a digest list.
+   */
+  private static void removeLeftovers(Path dir) {
+    for (String f : list(dir)) {
+      if (ownFile(f) && (f.endsWith(IMG + ".partial") || f.contains(DIGESTS + ".tmp-"))) {
+        FileStore.delete(dir.resolve(f));
+      }
+    }
   }
 
   private static boolean ownFile(String f) {
@@ -448,11 +476,7 @@ final class FileReplication implements Replication {
     if (replicaOf(dir).isEmpty()) {
       AtomicFiles.write(dir.resolve(REPLICA_OF), volumeId.getBytes(StandardCharsets.UTF_8));
     }
-    for (String f : list(dir)) {
-      if (f.endsWith(IMG + ".partial") && ownFile(f)) {
-        FileStore.delete(dir.resolve(f)); // what a cut stream or a crash left: never a copy
-      }
-    }
+    removeLeftovers(dir);
     Optional<Digests> base = newest.map(n -> Digests.read(dir.resolve(n + DIGESTS)));
     DataInputStream d = new DataInputStream(new BufferedInputStream(in, BLOCK + 64));
     byte[] magic = new byte[MAGIC.length];
@@ -522,6 +546,7 @@ final class FileReplication implements Replication {
         }
         ch.force(true);
       }
+      CrashPoints.reach("replica.receive.after-partial");
       Digests result = new Digests(imageBytes, sizeBytes, encrypted, digests);
       if (result.guid() != toGuid) {
         throw CsiException.failedPrecondition("the replica of " + volumeId + " after the stream holds copy "
@@ -529,7 +554,9 @@ final class FileReplication implements Replication {
             + " complete copy kept");
       }
       AtomicFiles.write(dir.resolve(snapshot + DIGESTS), result.encode());
+      CrashPoints.reach("replica.receive.after-digests");
       FileStore.publish(partial, image);
+      CrashPoints.reach("replica.receive.after-publish");
       for (String name : pointNames(dir)) {
         if (!name.equals(snapshot)) {
           FileStore.delete(dir.resolve(name + IMG));
