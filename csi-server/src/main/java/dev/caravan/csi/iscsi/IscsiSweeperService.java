@@ -6,6 +6,7 @@ import dev.caravan.csi.node.NodeJournal;
 import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.observe.metrics.PrometheusMetrics;
 import dev.caravan.csi.backend.VolumeLocks;
+import dev.caravan.csi.support.Failures;
 import dev.caravan.storage.iscsi.Iscsi;
 import dev.caravan.storage.iscsi.IscsiSession;
 import dev.caravan.storage.iscsi.SessionClaims;
@@ -106,7 +107,7 @@ public final class IscsiSweeperService implements AutoCloseable {
     } catch (RuntimeException | LinkageError e) {
       // Never let one failure end the schedule (an executor drops a task that throws).
       sweeps.ifPresent(c -> c.labelValues("error").inc());
-      LOG.log(System.Logger.Level.WARNING, "iscsi sweeper: the sweep failed: " + e);
+      LOG.log(System.Logger.Level.WARNING, "iscsi sweeper: the sweep failed: " + Failures.describe(e), e);
     }
   }
 

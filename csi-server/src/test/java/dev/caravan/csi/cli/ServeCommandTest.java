@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.zfs.Pbkdf2Iters;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -34,6 +37,29 @@ class ServeCommandTest {
     assertThat(serve.nodeId("file")).isNotEqualTo(iqn);
     ServeCommand told = ServeCommand.parse("--driver=qnap", "--node-id=iqn.2026-01.dev.caravan:told").orElseThrow();
     assertThat(told.nodeId("qnap")).isEqualTo("iqn.2026-01.dev.caravan:told");
+  }
+
+  @Test
+  void aQnapNodeWithoutOpenIscsiIsRefusedNamingTheFileAndTheFlag(@TempDir Path dir) throws Exception {
+    Path file = Path.of("/etc/iscsi/initiatorname.iscsi");
+    assumeTrue(!Files.exists(file) && System.getenv("CSI_NODE_ID") == null,
+        "checks a host without open-iscsi's " + file + " (and no CSI_NODE_ID in the environment)");
+    ServeCommand serve = ServeCommand.parse("--driver=qnap", "--endpoint=unix://" + dir.resolve("csi.sock"),
+        "--http-listen=off", "--data-dir=" + dir.resolve("data")).orElseThrow();
+    PrintStream saved = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    int exit;
+    try {
+      exit = serve.call();
+    } finally {
+      System.setErr(saved);
+    }
+    String said = err.toString(StandardCharsets.UTF_8);
+    assertThat(exit).as(said).isEqualTo(2);
+    assertThat(said).contains("cannot read " + file + ": no such file (is open-iscsi installed?)", "--node-id")
+        .doesNotContain("Exception");
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
   }
 
   @Test

@@ -207,10 +207,11 @@ class ServeConfigTest {
           transport = "smoke-signals"
         }
         """);
+    // The node id given: without it, a host without open-iscsi is refused before the qnap block is read.
     ServeCommand qnap = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"),
-        "--data-dir", dir.resolve("data").toString()).orElseThrow();
+        "--data-dir", dir.resolve("data").toString(), "--node-id=iqn.2026-01.dev.caravan:config").orElseThrow();
     Run q = captured(qnap, qnap);
-    assertThat(q.exit()).isEqualTo(1);
+    assertThat(q.exit()).as(q.err()).isEqualTo(1);
     assertThat(q.err()).contains(file + ":6: cannot start: ").contains("qnap.transport 'smoke-signals' must be");
   }
 }

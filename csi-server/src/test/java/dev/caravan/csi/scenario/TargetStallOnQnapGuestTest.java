@@ -77,6 +77,7 @@ class TargetStallOnQnapGuestTest {
   @BeforeEach
   void plugin() throws Exception {
     backend = (TestBackend.QnapTestBackend) TestBackend.qnapOnLio();
+    backend.assumeAvailable(); // before its node id, which reads open-iscsi's initiator name
     nomad = new NomadScene(true);
     here = nomad.node("client-a", backend.nodeId());
     nomad.controllerOn(here, true);
@@ -98,7 +99,9 @@ class TargetStallOnQnapGuestTest {
           f.close();
         }
       } finally {
-        nomad.close();
+        if (nomad != null) {
+          nomad.close();
+        }
       }
     }
   }

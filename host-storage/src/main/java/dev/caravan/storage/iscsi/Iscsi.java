@@ -139,8 +139,8 @@ public final class Iscsi {
           .findFirst()
           .orElseThrow(() -> new StorageException(INITIATOR_NAME + " names no InitiatorName"));
     } catch (IOException e) {
-      throw new StorageException(
-          "cannot read " + INITIATOR_NAME + " (is open-iscsi installed?): " + e, e);
+      String why = e instanceof NoSuchFileException ? "no such file" : String.valueOf(e.getMessage());
+      throw new StorageException("cannot read " + INITIATOR_NAME + ": " + why + " (is open-iscsi installed?)", e);
     }
   }
 
