@@ -68,7 +68,8 @@ guest_initrd_path() {
 # when it is. Call guest_resolve first.
 guest_not_ready() {
   local p
-  for p in qemu-system-x86 busybox-static udev kmod cpio open-iscsi multipath-tools zfsutils-linux zfs-dkms; do
+  for p in qemu-system-x86 busybox-static udev kmod cpio open-iscsi multipath-tools iptables cryptsetup-bin \
+    zfsutils-linux zfs-dkms; do
     guest_pkg_installed "$p" || echo "package $p is not installed"
   done
   [ -n "$GUEST_KVER" ] || { echo "no guest kernel (linux-image-amd64) installed"; return; }
