@@ -142,6 +142,17 @@ class DhvPluginOnLocalTest {
     // What a reboot takes away, the create at agent start puts back, with the file's passphrase.
     assertThat(Mounts.unmount(path)).isTrue();
     zfs("unload-key", zvol);
+    // A file holding another passphrase: refused naming the file and neither passphrase; the zvol is kept, locked.
+    String wrong = "not-the-zvol-passphrase-Qe31";
+    Path wrongFile = work.resolve("other.key");
+    Files.writeString(wrongFile, wrong + "\n");
+    Files.setPosixFilePermissions(wrongFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    Outcome refused = run("immediate", DhvEnv.create(nodeA, v), "--passphrase-file", wrongFile.toString());
+    assertThat(refused.status()).as(refused.toString()).isNotZero();
+    assertThat(refused.stdout()).contains("passphrase file " + wrongFile).doesNotContain(wrong).doesNotContain(passphrase);
+    assertThat(zvols()).as("a refused restore keeps the zvol").containsExactly(zvol);
+    assertThat(zfs("get", "-H", "-o", "value", "keystatus", zvol)).isEqualTo("unavailable");
+    assertThat(MountTable.isMountPoint(path)).isFalse();
     assertThat(ok("immediate", "create", DhvEnv.create(nodeA, v), "--passphrase-file", keyFile.toString()))
         .isEqualTo(created);
     assertThat(Files.readString(path.resolve("data.txt"))).isEqualTo("kept");

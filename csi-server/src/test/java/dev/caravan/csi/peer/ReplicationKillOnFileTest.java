@@ -114,7 +114,8 @@ public class ReplicationKillOnFileTest {
     assertThat(files(replicaDir(id))).as("n2's replica directory")
         .containsExactly(point + ".digests", point + ".img", "replica-of");
     assertThat(files(ownerDir(id))).as("n1's replication directory: its settings and digest lists only")
-        .contains("settings", point + ".digests").allMatch(f -> f.equals("settings") || f.matches("repl-[0-9]+\\.digests"));
+        .contains("settings", point + ".digests")
+        .allMatch(f -> f.equals("settings") || f.matches("repl-[0-9]+\\.digests"));
   }
 
   private Replicator replicator() {
