@@ -8,6 +8,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
@@ -25,6 +27,7 @@ final class GuestPoolCluster implements BeforeAllCallback, AfterAllCallback, Bef
   private final List<String> nodes;
   private final String what;
   private final BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets;
+  private final Set<String> lost;
   private GuestPools pools;
   private PeerCluster cluster;
 
@@ -33,9 +36,33 @@ final class GuestPoolCluster implements BeforeAllCallback, AfterAllCallback, Bef
    * @param peerSets each node's peer set, from its id and the other nodes' addresses
    */
   GuestPoolCluster(List<String> nodes, String what, BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets) {
+    this(nodes, what, peerSets, Set.of());
+  }
+
+  private GuestPoolCluster(List<String> nodes, String what,
+      BiFunction<String, Map<String, PeerAddress>, PeerSet> peerSets, Set<String> lost) {
     this.nodes = List.copyOf(nodes);
     this.what = what;
     this.peerSets = peerSets;
+    this.lost = lost;
+  }
+
+  /**
+   * Nodes whose peer sets leave out the nodes in {@link #lost()}, as discovery drops a node that is
+   * gone: a test loses a node by adding it there.
+   */
+  static GuestPoolCluster withLostNodes(List<String> nodes, String what) {
+    Set<String> lost = ConcurrentHashMap.newKeySet();
+    return new GuestPoolCluster(nodes, what, (self, others) -> () -> {
+      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
+      seen.keySet().removeAll(lost);
+      return seen;
+    }, lost);
+  }
+
+  /** The nodes the others' peer sets leave out ({@link #withLostNodes}); empty and unused otherwise. */
+  Set<String> lost() {
+    return lost;
   }
 
   GuestPools pools() {

@@ -35,7 +35,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -58,25 +57,20 @@ class ReplicationCostGuestTest {
   private static final int RECORD = 4096;
   private static final Duration RECORD_EVERY = Duration.ofMillis(100);
 
-  private static final java.util.Set<String> LOST = java.util.concurrent.ConcurrentHashMap.newKeySet();
   @RegisterExtension
-  static final GuestPoolCluster GUEST = new GuestPoolCluster(NODES, "the cost of replicating local volumes",
-      (self, others) -> () -> {
-        Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
-        seen.keySet().removeAll(LOST);
-        return seen;
-      });
-  private static GuestPools pools;
-  private static PeerCluster cluster;
+  static final GuestPoolCluster GUEST =
+      GuestPoolCluster.withLostNodes(NODES, "the cost of replicating local volumes");
 
-  @BeforeAll
-  static void start() {
-    pools = GUEST.pools();
-    cluster = GUEST.cluster();
+  private static PeerCluster cluster() {
+    return GUEST.cluster();
+  }
+
+  private static GuestPools pools() {
+    return GUEST.pools();
   }
 
   private static Replicator replicator(String node) {
-    return cluster.node(node).plugin.peering().orElseThrow().replicator().orElseThrow();
+    return cluster().node(node).plugin.peering().orElseThrow().replicator().orElseThrow();
   }
 
   private static long processCpuNanos() {
@@ -85,7 +79,7 @@ class ReplicationCostGuestTest {
   }
 
   private static String replicaOf(String volumeId) {
-    return pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + dev.caravan.csi.backend.IdRules.nameHash(volumeId);
+    return pools().pool("n2") + "/" + GuestPools.PARENT + "/rep-" + dev.caravan.csi.backend.IdRules.nameHash(volumeId);
   }
 
   /** Destroys the owner's replication snapshots, which replicate() calls outside a round leave unpruned. */
@@ -99,13 +93,14 @@ class ReplicationCostGuestTest {
 
   @Test
   void aFullStreamOverThePeerChannelAgainstZfsSendAndReceiveThroughAPipe() throws Exception {
-    Volume v = cluster.csi("n2").createVolume(PeersTest.create("throughput", "n1", 2L * STREAM_MIB * MIB)).getVolume();
+    Volume v = cluster().csi("n2").createVolume(PeersTest.create("throughput", "n1", 2L * STREAM_MIB * MIB))
+        .getVolume();
     String id = v.getVolumeId();
     String ds = dataset(id);
     for (int i = 0; i < STREAM_MIB / 16; i++) {
       write(ds, i * 16L * MIB, (int) (16 * MIB), 100 + i); // random bytes: nothing compresses
     }
-    String pipeCopy = pools.pool("n2") + "/" + GuestPools.PARENT + "/pipe-copy";
+    String pipeCopy = pools().pool("n2") + "/" + GuestPools.PARENT + "/pipe-copy";
     List<Double> inSeconds = new ArrayList<>();
     List<Double> inCpu = new ArrayList<>();
     List<Double> pipeSeconds = new ArrayList<>();
@@ -151,7 +146,7 @@ class ReplicationCostGuestTest {
       }
       replicator("n1").deleteReplica(id, "n2");
       destroyReplicationSnapshots(ds);
-      cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+      cluster().csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     }
     // Throughput as the volume's data per second, the same for both: the two streams' framing differs.
     System.out.printf("COST replication, a full copy of %d MiB of data (%.1f MiB on the peer channel), median of %d"
@@ -163,17 +158,18 @@ class ReplicationCostGuestTest {
 
   @Test
   void probeAndPublishOnTheOwnerWithAndWithoutAReplicationInFlight() throws Exception {
-    Volume big = cluster.csi("n2").createVolume(PeersTest.create("in-flight", "n1", 2L * STREAM_MIB * MIB)).getVolume();
-    Volume other = cluster.csi("n2").createVolume(PeersTest.create("other", "n1", 64 * MIB)).getVolume();
+    Volume big = cluster().csi("n2").createVolume(PeersTest.create("in-flight", "n1", 2L * STREAM_MIB * MIB))
+        .getVolume();
+    Volume other = cluster().csi("n2").createVolume(PeersTest.create("other", "n1", 64 * MIB)).getVolume();
     String ds = dataset(big.getVolumeId());
     for (int i = 0; i < STREAM_MIB / 16; i++) {
       write(ds, i * 16L * MIB, (int) (16 * MIB), 200 + i);
     }
-    NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(cluster.node("n1").channel.channel());
-    IdentityGrpc.IdentityBlockingStub identity = IdentityGrpc.newBlockingStub(cluster.node("n1").channel.channel());
+    NodeGrpc.NodeBlockingStub node = NodeGrpc.newBlockingStub(cluster().node("n1").channel.channel());
+    IdentityGrpc.IdentityBlockingStub identity = IdentityGrpc.newBlockingStub(cluster().node("n1").channel.channel());
     VolumeCapability cap = PeersTest.create("x", "n1", MIB).getVolumeCapabilities(0);
-    Path staging = Files.createDirectories(cluster.work.resolve("n1-cost/staging"));
-    Path target = cluster.work.resolve("n1-cost/target");
+    Path staging = Files.createDirectories(cluster().work.resolve("n1-cost/staging"));
+    Path target = cluster().work.resolve("n1-cost/target");
     node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(other.getVolumeId())
         .putAllVolumeContext(other.getVolumeContextMap()).setStagingTargetPath(staging.toString())
         .setVolumeCapability(cap).build());
@@ -211,8 +207,8 @@ class ReplicationCostGuestTest {
           .setStagingTargetPath(staging.toString()).build());
       replicator("n1").deleteReplica(big.getVolumeId(), "n2");
       destroyReplicationSnapshots(ds);
-      cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(big.getVolumeId()).build());
-      cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(other.getVolumeId()).build());
+      cluster().csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(big.getVolumeId()).build());
+      cluster().csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(other.getVolumeId()).build());
     }
     for (boolean busy : new boolean[] {false, true}) {
       System.out.printf("COST replication, on the owner %s: Probe p50 %.2f ms p99 %.2f ms, NodePublishVolume p50 %.2f"
@@ -252,7 +248,7 @@ class ReplicationCostGuestTest {
    */
   private String lossTrial(String setting, Duration interval, double phase) throws Exception {
     String trial = setting + "-" + Math.round(phase * 100);
-    Volume v = cluster.csi("n2").createVolume(PeersTest.create("loss-" + trial, "n1", 64 * MIB).toBuilder()
+    Volume v = cluster().csi("n2").createVolume(PeersTest.create("loss-" + trial, "n1", 64 * MIB).toBuilder()
         .putParameters("replicas", "1").putParameters("replicationInterval", setting).build()).getVolume();
     long created = System.currentTimeMillis(); // the first round starts at once, then one every interval
     String id = v.getVolumeId();
@@ -286,18 +282,18 @@ class ReplicationCostGuestTest {
       lastAcked = acked.getLast();
     }
 
-    cluster.stopNode("n1");
-    pools.export("n1");
-    LOST.add("n1");
+    cluster().stopNode("n1");
+    pools().export("n1");
+    GUEST.lost().add("n1");
     String report;
     try {
       long r0 = System.nanoTime();
-      List<ListSnapshotsResponse.Entry> listed = cluster.csi("n2").listSnapshots(
+      List<ListSnapshotsResponse.Entry> listed = cluster().csi("n2").listSnapshots(
           ListSnapshotsRequest.newBuilder().setSourceVolumeId(id).build()).getEntriesList();
       assertThat(listed).as("the copies of %s listed on n2", id).hasSize(1);
       String snapshotId = listed.getFirst().getSnapshot().getSnapshotId();
       long copyTaken = Long.parseLong(snapshotId.substring(snapshotId.lastIndexOf("@repl-") + 6));
-      Volume restored = cluster.csi("n2").createVolume(PeersTest.create("restored-" + trial, "auto",
+      Volume restored = cluster().csi("n2").createVolume(PeersTest.create("restored-" + trial, "auto",
           64 * MIB).toBuilder().setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
               VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snapshotId))).build()).getVolume();
       long r1 = System.nanoTime();
@@ -320,13 +316,13 @@ class ReplicationCostGuestTest {
           + " CreateVolume %.2f s, then the device %.2f s)", setting, phase * 100, present, written,
           (lastAcked - lastRestored) / 1e3, written - present, (lastAcked - copyTaken) / 1e3, (r2 - r0) / 1e9,
           (r1 - r0) / 1e9, (r2 - r1) / 1e9);
-      cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
+      cluster().csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
     } finally {
-      LOST.remove("n1");
-      pools.reimport("n1");
-      cluster.startNode("n1");
+      GUEST.lost().remove("n1");
+      pools().reimport("n1");
+      cluster().startNode("n1");
     }
-    cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    cluster().csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     return report;
   }
 

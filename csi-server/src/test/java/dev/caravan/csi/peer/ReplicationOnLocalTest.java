@@ -31,7 +31,6 @@ import java.security.MessageDigest;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -53,15 +52,9 @@ class ReplicationOnLocalTest {
   private static final long MIB = 1L << 20;
   private static final List<String> NODES = List.of("n1", "n2");
 
-  private static final java.util.Set<String> LOST = java.util.concurrent.ConcurrentHashMap.newKeySet();
-  // n2's view of its peers follows LOST: a lost node leaves the peer set, as discovery drops it.
+  // n2's view of its peers leaves out a lost node, as discovery drops it.
   @RegisterExtension
-  static final GuestPoolCluster GUEST = new GuestPoolCluster(NODES, "replication of local volumes",
-      (self, others) -> () -> {
-        Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
-        seen.keySet().removeAll(LOST);
-        return seen;
-      });
+  static final GuestPoolCluster GUEST = GuestPoolCluster.withLostNodes(NODES, "replication of local volumes");
   private static GuestPools pools;
   private static PeerCluster cluster;
 
@@ -466,7 +459,7 @@ class ReplicationOnLocalTest {
     // The owner is lost: its plugin stops and its pool is gone; discovery no longer lists it.
     cluster.stopNode("n1");
     pools.export("n1");
-    LOST.add("n1");
+    GUEST.lost().add("n1");
     try {
       List<ListSnapshotsResponse.Entry> listed = cluster.csi("n2").listSnapshots(
           ListSnapshotsRequest.newBuilder().setSourceVolumeId(id).build()).getEntriesList();
@@ -484,7 +477,7 @@ class ReplicationOnLocalTest {
           .as("the restored volume holds every byte written before the replica's snapshot").isEqualTo(before);
       cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored.getVolumeId()).build());
     } finally {
-      LOST.remove("n1");
+      GUEST.lost().remove("n1");
       pools.reimport("n1");
       cluster.startNode("n1");
     }
