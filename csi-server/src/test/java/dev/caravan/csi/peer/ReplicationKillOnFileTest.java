@@ -16,7 +16,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -61,7 +60,8 @@ public class ReplicationKillOnFileTest {
         .putParameters("replicas", "1").putParameters("replicationInterval", "1h").build()).getVolume();
     String id = v.getVolumeId();
     write(id, 0, 1);
-    waitFor(() -> replicaImage(id).isPresent(), "the first copy on n2");
+    ReplicationOnFileTest.waitFor(Duration.ofSeconds(60), () -> replicaImage(id).isPresent(),
+        "the first copy on n2");
     return id;
   }
 
@@ -75,10 +75,11 @@ public class ReplicationKillOnFileTest {
     assertThat(cluster.awaitExit("n1")).as("n1's exit at %s", step).isEqualTo(CrashPoints.EXIT_STATUS);
 
     cluster.startNode("n1");
-    waitFor(() -> upToDate(id), "n2's copy holding n1's bytes");
+    ReplicationOnFileTest.waitFor(Duration.ofSeconds(60), () -> upToDate(id),
+        "n2's copy holding n1's bytes");
     assertConverged(id);
     cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
-    assertThat(files("n2", "replicas")).as("n2's replicas after DeleteVolume").isEmpty();
+    assertThat(cluster.files("n2", "replicas")).as("n2's replicas after DeleteVolume").isEmpty();
   }
 
   @ParameterizedTest
@@ -104,7 +105,7 @@ public class ReplicationKillOnFileTest {
     assertThat(upToDate(id)).as("n2's copy holds n1's bytes").isTrue();
     assertConverged(id);
     cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
-    assertThat(files("n2", "replicas")).as("n2's replicas after DeleteVolume").isEmpty();
+    assertThat(cluster.files("n2", "replicas")).as("n2's replicas after DeleteVolume").isEmpty();
   }
 
   /** One complete copy on n2, nothing else of replication's there, and no copy image or partial file on n1. */
@@ -161,10 +162,6 @@ public class ReplicationKillOnFileTest {
     }
   }
 
-  private List<String> files(String node, String sub) {
-    return files(cluster.node(node).data().resolve(sub));
-  }
-
   private static List<String> files(Path dir) {
     if (!Files.isDirectory(dir)) {
       return List.of();
@@ -185,16 +182,6 @@ public class ReplicationKillOnFileTest {
       return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
     } catch (java.security.NoSuchAlgorithmException e) {
       throw new AssertionError(e);
-    }
-  }
-
-  private static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
-    long end = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > end) {
-        throw new AssertionError("waited 60 s for " + what);
-      }
-      Thread.sleep(100);
     }
   }
 }

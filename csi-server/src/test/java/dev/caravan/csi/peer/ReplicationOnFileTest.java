@@ -164,7 +164,7 @@ class ReplicationOnFileTest {
     }
   }
 
-  private static void waitFor(Duration bound, BooleanSupplier condition, String what) throws InterruptedException {
+  static void waitFor(Duration bound, BooleanSupplier condition, String what) throws InterruptedException {
     long end = System.nanoTime() + bound.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() > end) {
