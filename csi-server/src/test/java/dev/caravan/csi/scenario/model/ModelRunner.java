@@ -2,6 +2,7 @@ package dev.caravan.csi.scenario.model;
 
 import dev.caravan.csi.scenario.PluginFixture;
 import dev.caravan.csi.scenario.TestBackend;
+import dev.caravan.csi.testing.Ddmin;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -150,28 +151,9 @@ final class ModelRunner {
         steps = new ArrayList<>(cheap);
       }
     }
-    int n = 2;
-    while (steps.size() >= 2 && System.nanoTime() < deadline) {
-      int chunk = (steps.size() + n - 1) / n;
-      boolean reduced = false;
-      for (int start = 0; start < steps.size() && System.nanoTime() < deadline; start += chunk) {
-        List<ModelStep> without = new ArrayList<>(steps.subList(0, start));
-        without.addAll(steps.subList(Math.min(steps.size(), start + chunk), steps.size()));
-        Optional<ModelFailure> f = replay(without);
-        if (f.isPresent() && f.get().kind.equals(kind)) {
-          steps = without;
-          n = Math.max(n - 1, 2);
-          reduced = true;
-          break;
-        }
-      }
-      if (!reduced) {
-        if (n >= steps.size()) {
-          break;
-        }
-        n = Math.min(steps.size(), n * 2);
-      }
-    }
-    return steps;
+    return Ddmin.shrink(steps, without -> {
+      Optional<ModelFailure> f = replay(without);
+      return f.isPresent() && f.get().kind.equals(kind);
+    }, deadline);
   }
 }
