@@ -84,7 +84,10 @@ public interface Replication {
   /** The short name of the snapshot a resume token's stream brings. */
   String resumedSnapshot(String token);
 
-  /** Destroys the volume's replication snapshots whose GUID is not in {@code keep}; never another snapshot. */
+  /**
+   * Destroys the volume's replication snapshots whose GUID is not in {@code keep}, and of several with
+   * one GUID all but the newest; never another snapshot.
+   */
   void prune(String volumeId, Set<Long> keep);
 
   // ---- a replica's side ----

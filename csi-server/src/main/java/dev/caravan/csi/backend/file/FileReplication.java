@@ -35,6 +35,7 @@ import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -60,9 +61,10 @@ import java.util.stream.Stream;
  *
  * <p><b>A replica.</b> Under {@code replicas/rep-<hash of the volume id>/}: {@code replica-of} (the
  * volume id), and the newest complete copy {@code repl-*.img} with its digest list. A stream is
- * written into a new file (a clone of the last copy, with the changed blocks written over it),
- * synced, checked against the GUID the stream names, and only then renamed into place: a stream cut
- * at any point leaves the last complete copy as it was. It is not a volume: no volume record names
+ * written into a new file (a clone of the last copy with the changed blocks written over it, or for a
+ * full stream an empty one), synced, checked against the GUID the stream names, and only then renamed
+ * into place: a stream cut at any point leaves the last complete copy as it was, and a copy that
+ * shares nothing with its owner any more is refreshed in full without being dropped first. It is not a volume: no volume record names
  * it, so ListVolumes does not show it and nothing stages it.
  */
 final class FileReplication implements Replication {
@@ -322,8 +324,13 @@ final class FileReplication implements Replication {
   public void prune(String volumeId, Set<Long> keep) {
     owned(volumeId);
     Path dir = ownerDir(volumeId);
-    for (String name : pointNames(dir)) {
-      if (!keep.contains(Digests.read(dir.resolve(name + DIGESTS)).guid())) {
+    // A point's GUID is its digest list's, so the rounds of a volume that did not change take points of
+    // one GUID: any of them is the same base, and only the newest is kept, or an idle volume's owner
+    // would keep a digest list per round.
+    Set<Long> newestSeen = new HashSet<>();
+    for (String name : pointNames(dir).reversed()) {
+      long guid = Digests.read(dir.resolve(name + DIGESTS)).guid();
+      if (!keep.contains(guid) || !newestSeen.add(guid)) {
         FileStore.delete(FileStore.partial(dir.resolve(name + IMG)));
         FileStore.delete(dir.resolve(name + IMG));
         FileStore.delete(dir.resolve(name + DIGESTS));
@@ -460,12 +467,6 @@ final class FileReplication implements Replication {
     Optional<Path> found = replica(volumeId);
     Path dir = replicaDir(volumeId);
     Optional<String> newest = found.flatMap(FileReplication::newestCopy);
-    if (kind == StreamKind.FULL && newest.isPresent()) {
-      throw CsiException.failedPrecondition("the replica of " + volumeId + " on this node holds " + newest.get()
-          + ", which its owner no longer has, so only a full stream could bring it up to date; the copy is kept"
-          + " rather than replaced before a new one is complete. Delete " + dir + " (its files first)"
-          + " to let the next round send a full copy");
-    }
     if (kind == StreamKind.INCREMENTAL && newest.isEmpty()) {
       throw CsiException.failedPrecondition("the replica of " + volumeId + " on this node holds no complete copy"
           + " to apply changed blocks to; the next round sends a full copy");
@@ -477,7 +478,15 @@ final class FileReplication implements Replication {
       AtomicFiles.write(dir.resolve(REPLICA_OF), volumeId.getBytes(StandardCharsets.UTF_8));
     }
     removeLeftovers(dir);
-    Optional<Digests> base = newest.map(n -> Digests.read(dir.resolve(n + DIGESTS)));
+    // A full stream onto a complete copy (its owner no longer has what they share) refreshes it: written
+    // into a file of its own, the old copy kept until the new one is whole, synced and checked.
+    Optional<String> from = kind == StreamKind.FULL ? Optional.empty() : newest;
+    if (kind == StreamKind.FULL && newest.equals(Optional.of(snapshot))) {
+      // Its digest list would be rewritten before its image: a crash between would pair them wrongly.
+      throw CsiException.failedPrecondition("the replica of " + volumeId + " here already holds a copy named "
+          + snapshot + "; a full stream needs a name of its own (the owner's clock stepped back?)");
+    }
+    Optional<Digests> base = from.map(n -> Digests.read(dir.resolve(n + DIGESTS)));
     DataInputStream d = new DataInputStream(new BufferedInputStream(in, BLOCK + 64));
     byte[] magic = new byte[MAGIC.length];
     d.readFully(magic);
@@ -505,8 +514,8 @@ final class FileReplication implements Replication {
     Path image = dir.resolve(snapshot + IMG);
     Path partial = FileStore.partial(image);
     try {
-      if (newest.isPresent()) {
-        SparseFiles.cloneFile(dir.resolve(newest.get() + IMG), partial);
+      if (from.isPresent()) {
+        SparseFiles.cloneFile(dir.resolve(from.get() + IMG), partial);
         SparseFiles.grow(partial, imageBytes);
       } else {
         SparseFiles.create(partial, imageBytes);

@@ -142,18 +142,10 @@ class FileReplicationTest {
     assertThat(Files.readAllBytes(replicaImage(id))).isEqualTo(second);
     assertThat(replicaFiles()).as("partial files left").isEmpty();
 
-    // A full stream onto a complete copy is refused: the copy is never replaced before a new one is whole.
-    Replication.Point p4 = ownerSide.takeReplicationSnapshot(id);
-    byte[] fullAgain = send(id, Optional.empty(), p4.name());
-    assertThatThrownBy(() -> replicaSide.receive(id, p4.name(), Replication.StreamKind.FULL,
-        new ByteArrayInputStream(fullAgain)))
-        .isInstanceOfSatisfying(CsiException.class, e -> assertThat(e.kind())
-            .isEqualTo(CsiException.Kind.FAILED_PRECONDITION));
-    assertThat(replicaSide.replicaState(id).newest()).contains(p2);
-
     // The intact stream of p3 still applies.
     replicaSide.receive(id, p3.name(), Replication.StreamKind.INCREMENTAL, new ByteArrayInputStream(bad));
     assertThat(replicaSide.replicaState(id).newest()).contains(p3);
+    byte[] third = Files.readAllBytes(image);
     assertThat(replicaSide.copies()).singleElement().satisfies(c -> {
       assertThat(c.volumeId()).isEqualTo(id);
       assertThat(c.snapshotId()).isEqualTo(p3.name().replace("repl-",
@@ -161,10 +153,26 @@ class FileReplicationTest {
       assertThat(c.sizeBytes()).isEqualTo(8 * MIB);
     });
 
-    ownerSide.prune(id, Set.of(p3.guid()));
-    // p4 holds p3's bytes, so it has p3's GUID: both are kept; p1 and p2 go.
-    assertThat(p4.guid()).isEqualTo(p3.guid());
-    assertThat(ownerSide.replicationSnapshots(id)).containsExactly(p3, p4);
+    // A full stream onto a complete copy (the owner no longer has what they share) refreshes it. Cut in the
+    // middle, it leaves the copy as it was; whole, it replaces it, and the copy is never missing meanwhile.
+    write(image, 6 * MIB, 5000, 6);
+    Replication.Point p4 = ownerSide.takeReplicationSnapshot(id);
+    byte[] fullAgain = send(id, Optional.empty(), p4.name());
+    assertThatThrownBy(() -> replicaSide.receive(id, p4.name(), Replication.StreamKind.FULL,
+        new ByteArrayInputStream(Arrays.copyOf(fullAgain, fullAgain.length / 2)))).isInstanceOf(IOException.class);
+    assertThat(replicaSide.replicaState(id).newest()).contains(p3);
+    assertThat(Files.readAllBytes(replicaImage(id))).isEqualTo(third);
+    assertThat(replicaFiles()).as("partial files left").isEmpty();
+    assertThat(replicaSide.receive(id, p4.name(), Replication.StreamKind.FULL, new ByteArrayInputStream(fullAgain)))
+        .isEqualTo(p4);
+    assertThat(replicaSide.replicaState(id).newest()).contains(p4);
+    assertThat(Files.readAllBytes(replicaImage(id))).isEqualTo(Files.readAllBytes(image));
+
+    // Rounds of a volume that did not change take points of one GUID: only the newest is kept.
+    Replication.Point p5 = ownerSide.takeReplicationSnapshot(id);
+    assertThat(p5.guid()).isEqualTo(p4.guid());
+    ownerSide.prune(id, Set.of(p4.guid()));
+    assertThat(ownerSide.replicationSnapshots(id)).containsExactly(p5);
     assertThat(replicaSide.deleteReplica(id)).isTrue();
     assertThat(replicaSide.replicas()).isEmpty();
     assertThat(replicaSide.deleteReplica(id)).isFalse();
