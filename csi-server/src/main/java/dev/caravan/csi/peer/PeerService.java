@@ -103,7 +103,7 @@ final class PeerService extends PeerGrpc.PeerImplBase {
   @Override
   public void createVolume(CreateVolumeCall call, StreamObserver<CreateVolumeResponse> out) {
     changing(out, call.getIdempotencyKey(), call, () -> authority.admitCreate(call.getView(),
-        call.getOwnerGeneration(), () -> InProcess.call(local::createVolume, call.getRequest())));
+        call.getOwnerGeneration(), () -> home.createHere(call.getRequest())));
   }
 
   @Override

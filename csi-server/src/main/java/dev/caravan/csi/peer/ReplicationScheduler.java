@@ -50,6 +50,8 @@ final class ReplicationScheduler implements AutoCloseable {
   private final Map<String, Instant> next = new ConcurrentHashMap<>();
   private final Set<String> running = ConcurrentHashMap.newKeySet();
   private final Set<String> held = ConcurrentHashMap.newKeySet();
+  /** While above 0, no round starts: a CreateVolume is making a volume whose id a deleted volume may have had. */
+  private final java.util.concurrent.atomic.AtomicInteger paused = new java.util.concurrent.atomic.AtomicInteger();
   private final Object roundEnded = new Object();
   /** (volume, node) to when the last round that brought that replica up to date started. */
   private final Map<List<String>, Instant> upToDate = new ConcurrentHashMap<>();
@@ -123,6 +125,9 @@ final class ReplicationScheduler implements AutoCloseable {
   }
 
   private void tick() {
+    if (paused.get() > 0) {
+      return;
+    }
     Map<String, ReplicationSettings> volumes;
     try {
       volumes = local.replicated();
@@ -227,6 +232,18 @@ final class ReplicationScheduler implements AutoCloseable {
 
   void release(String volumeId) {
     held.remove(volumeId);
+  }
+
+  /**
+   * Starts no new round until {@link #resume}; rounds running go on. For the time a volume is made:
+   * its first round waits until whatever of an earlier volume of its id is gone.
+   */
+  void pause() {
+    paused.incrementAndGet();
+  }
+
+  void resume() {
+    paused.decrementAndGet();
   }
 
   @Override

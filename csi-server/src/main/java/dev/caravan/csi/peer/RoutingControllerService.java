@@ -307,7 +307,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     CreateVolumeRequest forOwner = withReplicas(withHost(req, owner), owner, v);
     try {
       if (owner.equals(self)) {
-        return authority.admitCreate(v.proto(self), v.generation(), () -> InProcess.call(local::createVolume, forOwner));
+        return authority.admitCreate(v.proto(self), v.generation(), () -> createHere(forOwner));
       }
       return clients.client(owner).call(ownerDown(owner, "the volume named " + req.getName()), (stub, key) ->
           stub.createVolume(CreateVolumeCall.newBuilder().setIdempotencyKey(key).setRequest(forOwner)
@@ -489,6 +489,50 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
     }
     name.ifPresent(this::releaseDeleted);
     return done;
+  }
+
+  /**
+   * The owner's part of CreateVolume. Ids derive from names, so a volume made again under the name of
+   * a deleted one has its id, and a replica of the deleted one may still be on a node that was down
+   * when it was deleted. A CO would take that replica for a copy of the new volume: it holds bytes the
+   * new volume never had. So when this call makes the volume, no round starts until every other node
+   * has been asked to delete what it holds of that id. A node that does not answer keeps it, named in
+   * the log; the new volume's first round then replaces it.
+   */
+  CreateVolumeResponse createHere(CreateVolumeRequest req) {
+    if (scheduler.isEmpty()) {
+      return InProcess.call(local::createVolume, req);
+    }
+    ReplicationScheduler rounds = scheduler.get();
+    rounds.pause();
+    try {
+      boolean existed = !req.getName().isEmpty() && backend.volumeNames().containsKey(req.getName());
+      CreateVolumeResponse made = InProcess.call(local::createVolume, req);
+      String id = made.getVolume().getVolumeId();
+      if (!existed && backend.replication().flatMap(r -> r.settings(id)).filter(ReplicationSettings::on).isPresent()) {
+        for (String node : authority.view().nodes()) {
+          if (!node.equals(self)) {
+            deleteFormerReplica(id, node);
+          }
+        }
+      }
+      return made;
+    } finally {
+      rounds.resume();
+    }
+  }
+
+  private void deleteFormerReplica(String volumeId, String node) {
+    try {
+      if (replicator.orElseThrow().deleteReplica(volumeId, node)) {
+        LOG.log(System.Logger.Level.WARNING, "node {0} held a replica of an earlier volume with the id of new volume"
+            + " {1} (its node was down when that volume was deleted): deleted", node, volumeId);
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "node {0} may hold a replica of an earlier volume with the id of new"
+          + " volume {1}; it is kept until the new volume''s first round replaces it: {2}", node, volumeId,
+          e.getMessage());
+    }
   }
 
   /**

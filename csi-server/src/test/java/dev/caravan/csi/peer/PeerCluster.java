@@ -251,15 +251,23 @@ final class PeerCluster implements AutoCloseable {
         .mapToDouble(l -> Double.parseDouble(l.substring(prefix.length()).strip())).findFirst().orElse(0);
   }
 
-  /** The files of {@code id}'s data directory below {@code sub} ("volumes", "snapshots"). */
-  List<String> files(String id, String sub) throws IOException {
-    Path dir = nodes.get(id).data().resolve(sub);
+  /** The names in {@code dir}, sorted; none when it does not exist (or went away while it was read). */
+  static List<String> list(Path dir) {
     if (!Files.isDirectory(dir)) {
       return List.of();
     }
     try (Stream<Path> s = Files.list(dir)) {
       return s.map(p -> p.getFileName().toString()).sorted().toList();
+    } catch (java.nio.file.NoSuchFileException gone) {
+      return List.of();
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
+  }
+
+  /** The files of {@code id}'s data directory below {@code sub} ("volumes", "snapshots"). */
+  List<String> files(String id, String sub) throws IOException {
+    return list(nodes.get(id).data().resolve(sub));
   }
 
 

@@ -112,9 +112,9 @@ public class ReplicationKillOnFileTest {
   private void assertConverged(String id) throws IOException {
     String copy = replicaImage(id).orElseThrow();
     String point = copy.substring(0, copy.length() - ".img".length());
-    assertThat(files(replicaDir(id))).as("n2's replica directory")
+    assertThat(PeerCluster.list(replicaDir(id))).as("n2's replica directory")
         .containsExactly(point + ".digests", point + ".img", "replica-of");
-    assertThat(files(ownerDir(id))).as("n1's replication directory: its settings and digest lists only")
+    assertThat(PeerCluster.list(ownerDir(id))).as("n1's replication directory: its settings and digest lists only")
         .contains("settings", point + ".digests")
         .allMatch(f -> f.equals("settings") || f.matches("repl-[0-9]+\\.digests"));
   }
@@ -137,7 +137,7 @@ public class ReplicationKillOnFileTest {
 
   /** The name of the one copy image in n2's replica directory; empty while there is none, or more than one. */
   private Optional<String> replicaImage(String id) {
-    List<String> images = files(replicaDir(id)).stream().filter(f -> f.matches("repl-[0-9]+\\.img")).toList();
+    List<String> images = PeerCluster.list(replicaDir(id)).stream().filter(f -> f.matches("repl-[0-9]+\\.img")).toList();
     return images.size() == 1 ? Optional.of(images.getFirst()) : Optional.empty();
   }
 
@@ -159,17 +159,6 @@ public class ReplicationKillOnFileTest {
       f.seek(offset);
       f.write(data);
       f.getFD().sync();
-    }
-  }
-
-  private static List<String> files(Path dir) {
-    if (!Files.isDirectory(dir)) {
-      return List.of();
-    }
-    try (Stream<Path> s = Files.list(dir)) {
-      return s.map(p -> p.getFileName().toString()).sorted().toList();
-    } catch (IOException e) {
-      return List.of();
     }
   }
 

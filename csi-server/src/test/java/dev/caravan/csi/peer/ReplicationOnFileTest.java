@@ -61,7 +61,7 @@ class ReplicationOnFileTest {
   private static final long MIB = 1L << 20;
   private static final long IMAGE = 64 * MIB;
   private static final int RECORD = 64;
-  private static final VolumeCapability CAP = VolumeCapability.newBuilder()
+  static final VolumeCapability CAP = VolumeCapability.newBuilder()
       .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
       .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
       .build();
