@@ -254,7 +254,7 @@ class ReplicationOnLocalTest {
 
     Replicator.Attempt cut = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 2 * MIB));
     assertThat(cut.failure()).as("the cut attempt's failure").isPresent();
-    String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
+    String replica = replicaOf(id);
     waitFor(Duration.ofSeconds(30), () -> !getOr("receive_resume_token", replica, "-").equals("-"),
         "a resumable partial receive on n2");
 
@@ -392,7 +392,7 @@ class ReplicationOnLocalTest {
     String before = digest(ds, (int) (4 * MIB));
 
     // A replica snapshot taken after the write: its name is the owner's clock when it was taken.
-    String replica = pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(id);
+    String replica = replicaOf(id);
     waitFor(Duration.ofSeconds(60), () -> snapshotsOf(replica).stream()
         .anyMatch(s -> Long.parseLong(s.substring(s.indexOf("@repl-") + 6)) > written), "a replica newer than the write");
     assertThat(pools.objects("n1").stream().filter(o -> o.startsWith(ds + "@") && !o.equals(byHand)).count())
@@ -496,4 +496,47 @@ class ReplicationOnLocalTest {
     cluster.csi("n2").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
     assertThat(replicas("n2")).as("the replica goes with its volume").isEmpty();
   }
+
+  /**
+   * A volume deleted while its replica node is down keeps its copy there; a volume made again under its
+   * name has its id, and must not take that copy for its own: its CreateVolume has the copy destroyed,
+   * and the copy its first round makes holds the new volume's snapshot.
+   */
+  @Test
+  void aVolumeMadeAgainUnderADeletedOnesNameNeverHasTheDeletedOnesCopy() throws Exception {
+    CreateVolumeRequest req = PeersTest.create("made-again", "n1", 16 * MIB).toBuilder()
+        .putParameters("replicas", "1").putParameters("replicationInterval", "1h").build();
+    String id = cluster.csi("n2").createVolume(req).getVolume().getVolumeId();
+    String replica = replicaOf(id);
+    write(dataset(id), 0, (int) MIB, 21);
+    waitFor(Duration.ofMinutes(2), () -> !snapshotsOf(replica).isEmpty(), "the first copy on n2");
+    String oldGuid = get("guid", newestSnapshot(replica));
+
+    cluster.stopNode("n2");
+    try {
+      cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    } finally {
+      cluster.startNode("n2");
+    }
+    assertThat(get("guid", newestSnapshot(replica))).as("the deleted volume's copy, kept while n2 was down")
+        .isEqualTo(oldGuid);
+
+    assertThat(cluster.csi("n2").createVolume(req).getVolume().getVolumeId()).as("the same name's id").isEqualTo(id);
+    waitFor(Duration.ofMinutes(2), () -> !replicationSnapshots(dataset(id)).isEmpty()
+        && snapshotsOf(replica).stream().anyMatch(s -> !getOr("guid", s, oldGuid).equals(oldGuid)),
+        "the new volume's first copy on n2");
+    String copy = newestSnapshot(replica);
+    assertThat(snapshotsOf(replica)).as("n2's copy: the new volume's only").containsExactly(copy);
+    String source = dataset(id) + copy.substring(copy.indexOf('@'));
+    assertThat(get("guid", copy)).as("the copy's GUID: its source's on n1").isEqualTo(get("guid", source));
+
+    cluster.csi("n1").deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+    waitFor(Duration.ofSeconds(30), () -> !replicas("n2").contains(replica), "the copy gone with its volume");
+  }
+
+  /** The replica dataset of {@code volumeId} on n2, by its name's rule (LocalReplication#replicaDataset). */
+  static String replicaOf(String volumeId) {
+    return pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(volumeId);
+  }
+
 }
