@@ -21,6 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Brings every replicated volume this node owns up to date on its replica nodes, once per its
@@ -51,7 +53,9 @@ final class ReplicationScheduler implements AutoCloseable {
   private final Set<String> running = ConcurrentHashMap.newKeySet();
   private final Set<String> held = ConcurrentHashMap.newKeySet();
   /** While above 0, no round starts: a CreateVolume is making a volume whose id a deleted volume may have had. */
-  private final java.util.concurrent.atomic.AtomicInteger paused = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger paused = new AtomicInteger();
+  /** Held by a tick while it starts rounds, so that {@link #pause} can wait for one under way. */
+  private final ReentrantLock ticking = new ReentrantLock();
   private final Object roundEnded = new Object();
   /** (volume, node) to when the last round that brought that replica up to date started. */
   private final Map<List<String>, Instant> upToDate = new ConcurrentHashMap<>();
@@ -125,9 +129,17 @@ final class ReplicationScheduler implements AutoCloseable {
   }
 
   private void tick() {
-    if (paused.get() > 0) {
-      return;
+    ticking.lock();
+    try {
+      if (paused.get() == 0) {
+        startRounds();
+      }
+    } finally {
+      ticking.unlock();
     }
+  }
+
+  private void startRounds() {
     Map<String, ReplicationSettings> volumes;
     try {
       volumes = local.replicated();
@@ -239,7 +251,13 @@ final class ReplicationScheduler implements AutoCloseable {
    * its first round waits until whatever of an earlier volume of its id is gone.
    */
   void pause() {
-    paused.incrementAndGet();
+    // Under the tick's lock: a tick under way, which read no pause, ends before the pause begins.
+    ticking.lock();
+    try {
+      paused.incrementAndGet();
+    } finally {
+      ticking.unlock();
+    }
   }
 
   void resume() {

@@ -64,8 +64,8 @@ import java.util.stream.Stream;
  * written into a new file (a clone of the last copy with the changed blocks written over it, or for a
  * full stream an empty one), synced, checked against the GUID the stream names, and only then renamed
  * into place: a stream cut at any point leaves the last complete copy as it was, and a copy that
- * shares nothing with its owner any more is refreshed in full without being dropped first. It is not a volume: no volume record names
- * it, so ListVolumes does not show it and nothing stages it.
+ * shares nothing with its owner any more is refreshed in full without being dropped first. It is not
+ * a volume: no volume record names it, so ListVolumes does not show it and nothing stages it.
  */
 final class FileReplication implements Replication {
   static final int BLOCK = 64 * 1024;
