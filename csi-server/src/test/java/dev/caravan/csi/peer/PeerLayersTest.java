@@ -31,6 +31,7 @@ import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The claim chain's {@code peer_nodes} layer: two plugins (nodes a and b, file backend) over the real
@@ -137,8 +138,7 @@ class PeerLayersTest {
    * plugin instance there; an instance whose first fingerprint never completed), each named, never skipped.
    */
   @Test
-  void nomadsClaimsNameNodesToAskAndEachAnswerIsWeighedAgainstTheClaimsThere() throws Exception {
-    Path api = Files.createTempDirectory("caravan-nomad-");
+  void nomadsClaimsNameNodesToAskAndEachAnswerIsWeighedAgainstTheClaimsThere(@TempDir Path api) throws Exception {
     try (NomadFake nomad = new NomadFake(api.resolve("api.sock"), TOKEN)) {
       Map<String, Long> nodes = new LinkedHashMap<>();
       List.of("a", "b", "c").forEach(n -> nodes.put(n, 0L));

@@ -49,6 +49,7 @@ import java.util.stream.Stream;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -696,8 +697,7 @@ class QnapControllerTest {
 
   /** The administrator's password file is refused, as ssh refuses a private key, when others may read it. */
   @Test
-  void aCredentialsFileOthersMayReadIsRefusedNamingItsModeAndTheFix() throws IOException {
-    Path dir = Files.createTempDirectory("caravan-qnap-creds-");
+  void aCredentialsFileOthersMayReadIsRefusedNamingItsModeAndTheFix(@TempDir Path dir) throws IOException {
     Path creds = dir.resolve("qnap-credentials");
     Files.writeString(creds, "user=admin\npassword=hunter2-secret\n");
     for (String mode : List.of("rw-r--r--", "rw-r-----", "rw----r--", "rw--w----")) {
