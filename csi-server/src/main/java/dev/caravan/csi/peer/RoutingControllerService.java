@@ -497,7 +497,8 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
    * when it was deleted. A CO would take that replica for a copy of the new volume: it holds bytes the
    * new volume never had. So when this call makes the volume, no round starts until every other node
    * has been asked to delete what it holds of that id. A node that does not answer keeps it, named in
-   * the log; the new volume's first round then replaces it.
+   * the log; the new volume's rounds to it then meet a copy they share nothing with, which the backend
+   * refreshes in full or refuses naming what to delete (Replication#receive).
    */
   CreateVolumeResponse createHere(CreateVolumeRequest req) {
     if (scheduler.isEmpty()) {
@@ -530,7 +531,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
       }
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "node {0} may hold a replica of an earlier volume with the id of new"
-          + " volume {1}; it is kept until the new volume''s first round replaces it: {2}", node, volumeId,
+          + " volume {1}; it is kept, and the new volume''s rounds to that node find it: {2}", node, volumeId,
           e.getMessage());
     }
   }
