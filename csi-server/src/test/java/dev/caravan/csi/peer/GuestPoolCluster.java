@@ -53,11 +53,7 @@ final class GuestPoolCluster implements BeforeAllCallback, AfterAllCallback, Bef
    */
   static GuestPoolCluster withLostNodes(List<String> nodes, String what) {
     Set<String> lost = ConcurrentHashMap.newKeySet();
-    return new GuestPoolCluster(nodes, what, (self, others) -> () -> {
-      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
-      seen.keySet().removeAll(lost);
-      return seen;
-    }, lost);
+    return new GuestPoolCluster(nodes, what, PeerCluster.leavingOut(lost), lost);
   }
 
   /** The nodes the others' peer sets leave out ({@link #withLostNodes}); empty and unused otherwise. */

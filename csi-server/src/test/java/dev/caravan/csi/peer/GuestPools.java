@@ -47,6 +47,11 @@ final class GuestPools implements AutoCloseable, PeerCluster.Storage {
     return pools.get(node);
   }
 
+  /** The replica dataset of {@code volumeId} on {@code node}, by LocalReplication#replicaDataset's rule. */
+  String replicaDataset(String node, String volumeId) {
+    return pool(node) + "/" + PARENT + "/rep-" + dev.caravan.csi.backend.IdRules.nameHash(volumeId);
+  }
+
   @Override
   public String driver() {
     return "local";

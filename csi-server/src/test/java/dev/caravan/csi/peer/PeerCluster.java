@@ -23,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.stream.Stream;
@@ -85,6 +86,21 @@ final class PeerCluster implements AutoCloseable {
       return dir.resolve("tls");
     }
 
+    /** On the file backend: the image of {@code volumeId}, a volume this node owns. */
+    Path fileImage(String volumeId) {
+      return data().resolve("volumes").resolve(volumeId + ".img");
+    }
+
+    /** On the file backend: the owner's replication directory of {@code volumeId} (settings, points). */
+    Path fileReplicationDir(String volumeId) {
+      return data().resolve("replication").resolve(volumeId);
+    }
+
+    /** On the file backend: this node's replica directory of {@code volumeId}, by FileReplication's rule. */
+    Path fileReplicaDir(String volumeId) {
+      return data().resolve("replicas").resolve("rep-" + dev.caravan.csi.backend.IdRules.nameHash(volumeId));
+    }
+
     PeerAddress address() {
       return new PeerAddress("127.0.0.1", port);
     }
@@ -102,6 +118,18 @@ final class PeerCluster implements AutoCloseable {
     this.work = work;
     this.ca = ca;
     this.storage = storage;
+  }
+
+  /**
+   * Peer sets that leave out the nodes in {@code lost}, read at every call, as discovery drops a node
+   * that is gone: a test loses a node by adding it there.
+   */
+  static BiFunction<String, Map<String, PeerAddress>, PeerSet> leavingOut(Set<String> lost) {
+    return (self, others) -> () -> {
+      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
+      seen.keySet().removeAll(lost);
+      return seen;
+    };
   }
 
   /** Starts a node per entry of {@code reserves} (node id → placement reserve in bytes). */

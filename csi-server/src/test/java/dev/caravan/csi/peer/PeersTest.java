@@ -93,7 +93,7 @@ class PeersTest {
         .setVolumeId(id).setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(128 * MIB)).build())
         .getCapacityBytes();
     assertThat(grown).isEqualTo(128 * MIB);
-    assertThat(Files.size(cluster.node("n1").data().resolve("volumes").resolve(id + ".img"))).isEqualTo(128 * MIB);
+    assertThat(Files.size(cluster.node("n1").fileImage(id))).isEqualTo(128 * MIB);
     assertThat(cluster.csi("n3").controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build())
         .getVolume().getCapacityBytes()).isEqualTo(128 * MIB);
 

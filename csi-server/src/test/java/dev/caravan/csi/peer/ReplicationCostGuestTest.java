@@ -79,7 +79,7 @@ class ReplicationCostGuestTest {
   }
 
   private static String replicaOf(String volumeId) {
-    return pools().pool("n2") + "/" + GuestPools.PARENT + "/rep-" + dev.caravan.csi.backend.IdRules.nameHash(volumeId);
+    return pools().replicaDataset("n2", volumeId);
   }
 
   /** Destroys the owner's replication snapshots, which replicate() calls outside a round leave unpruned. */

@@ -2,7 +2,6 @@ package dev.caravan.csi.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.csi.v1.DeleteVolumeRequest;
 import dev.caravan.csi.v1.Volume;
@@ -124,15 +123,15 @@ public class ReplicationKillOnFileTest {
   }
 
   private Path image(String id) {
-    return cluster.node("n1").data().resolve("volumes").resolve(id + ".img");
+    return cluster.node("n1").fileImage(id);
   }
 
   private Path ownerDir(String id) {
-    return cluster.node("n1").data().resolve("replication").resolve(id);
+    return cluster.node("n1").fileReplicationDir(id);
   }
 
   private Path replicaDir(String id) {
-    return cluster.node("n2").data().resolve("replicas").resolve("rep-" + IdRules.nameHash(id));
+    return cluster.node("n2").fileReplicaDir(id);
   }
 
   /** The name of the one copy image in n2's replica directory; empty while there is none, or more than one. */
@@ -162,7 +161,8 @@ public class ReplicationKillOnFileTest {
     }
   }
 
-  private static String sha256(Path file) throws IOException {
+  /** The SHA-256 of the file's bytes, in hex. */
+  static String sha256(Path file) throws IOException {
     return sha256(Files.readAllBytes(file));
   }
 

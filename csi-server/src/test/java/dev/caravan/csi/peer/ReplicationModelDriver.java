@@ -1,6 +1,7 @@
 package dev.caravan.csi.peer;
 
-import dev.caravan.csi.backend.IdRules;
+import static dev.caravan.csi.peer.ReplicationKillOnFileTest.sha256;
+
 import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.peer.ReplicationModel.Copy;
@@ -30,7 +31,6 @@ import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -306,7 +306,7 @@ final class ReplicationModelDriver implements AutoCloseable {
     String point = images.getFirst().substring(0, images.getFirst().length() - ".img".length());
     expect(held.equals(List.of(point + ".digests", point + ".img", "replica-of")), "a replica is one complete copy",
         "n2 holds " + held + " for " + v.name);
-    List<String> owner = PeerCluster.list(cluster.node("n1").data().resolve("replication").resolve(v.id));
+    List<String> owner = PeerCluster.list(cluster.node("n1").fileReplicationDir(v.id));
     expect(owner.equals(List.of(point + ".digests", "settings")),
         "after a round the owner keeps only what the next one needs",
         "n1 holds " + owner + " for " + v.name + ", whose replica is " + point);
@@ -505,11 +505,11 @@ final class ReplicationModelDriver implements AutoCloseable {
   }
 
   private Path image(String id) {
-    return cluster.node("n1").data().resolve("volumes").resolve(id + ".img");
+    return cluster.node("n1").fileImage(id);
   }
 
   private Path replicaDir(String id) {
-    return cluster.node("n2").data().resolve("replicas").resolve("rep-" + IdRules.nameHash(id));
+    return cluster.node("n2").fileReplicaDir(id);
   }
 
   /**
@@ -555,9 +555,6 @@ final class ReplicationModelDriver implements AutoCloseable {
     }
   }
 
-  private static String sha256(Path file) throws IOException {
-    return HexFormat.of().formatHex(digest(Files.readAllBytes(file)));
-  }
 
   @Override
   public void close() throws IOException {

@@ -8,7 +8,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.caravan.csi.backend.ControllerBackend;
-import dev.caravan.csi.observe.inspect.Chain;
 import dev.caravan.csi.observe.inspect.ReplicaLayer;
 import dev.caravan.csi.support.Json;
 import dev.caravan.csi.testing.GrpcOutcomes;
@@ -79,11 +78,7 @@ class ReplicationOnFileTest {
     reserves.put("n1", 0L);
     reserves.put("n2", 0L);
     // A lost node leaves the others' peer sets, as discovery drops it.
-    cluster = PeerCluster.start(reserves, (self, others) -> () -> {
-      Map<String, PeerAddress> seen = new LinkedHashMap<>(others);
-      seen.keySet().removeAll(lost);
-      return seen;
-    });
+    cluster = PeerCluster.start(reserves, PeerCluster.leavingOut(lost));
   }
 
   @AfterEach

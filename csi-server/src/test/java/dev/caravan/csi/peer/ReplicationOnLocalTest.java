@@ -6,7 +6,6 @@ import static dev.caravan.csi.peer.ChainJson.object;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.CsiException;
-import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.observe.metrics.Metrics;
 import dev.caravan.csi.peer.v1.ReplicateAnswer;
 import dev.caravan.csi.peer.v1.ReplicateChunk;
@@ -534,9 +533,9 @@ class ReplicationOnLocalTest {
     waitFor(Duration.ofSeconds(30), () -> !replicas("n2").contains(replica), "the copy gone with its volume");
   }
 
-  /** The replica dataset of {@code volumeId} on n2, by its name's rule (LocalReplication#replicaDataset). */
+  /** The replica dataset of {@code volumeId} on n2. */
   static String replicaOf(String volumeId) {
-    return pools.pool("n2") + "/" + GuestPools.PARENT + "/rep-" + IdRules.nameHash(volumeId);
+    return pools.replicaDataset("n2", volumeId);
   }
 
 }
