@@ -164,9 +164,12 @@ public final class Plugin implements AutoCloseable {
       // Everything else is bound first: the CSI socket is what tells the CO the plugin is up (it probes
       // as soon as the socket appears), so a plugin that cannot serve its HTTP port must never open it.
       observability.start(controller);
-      // Its first sweep comes one interval later, with the services up; it shares their locks.
-      sweeper = IscsiSweeperService.start(iscsiGc, s.driver(), s.options(), journal, controller, locks,
-          observability.metrics());
+      // Its first sweep comes one interval later, with the services up; it shares their locks. Only a
+      // qnap node has sessions to sweep: the others never load the sweeper's classes.
+      sweeper = s.driver().equals("qnap")
+          ? IscsiSweeperService.start(iscsiGc, s.driver(), s.options(), journal, controller, locks,
+              observability.metrics())
+          : () -> {};
       ControllerService localController = new ControllerService(controller, locks, s.nodeId());
       if (peers.isPresent()) {
         peering = Peering.start(peers.get(), s.nodeId(), localController, backend.controller(),

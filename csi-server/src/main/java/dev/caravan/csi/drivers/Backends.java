@@ -7,6 +7,7 @@ import dev.caravan.csi.backend.local.LocalBackend;
 import dev.caravan.csi.backend.qnap.QnapBackend;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Function;
 
 /** Chooses a backend by driver name. */
 public final class Backends {
@@ -37,13 +38,17 @@ public final class Backends {
    * @throws IllegalStateException when the host cannot run the backend (e.g. no ZFS, no usable pool)
    */
   public static Backend open(String driver, BackendConfig config) {
-    return switch (driver) {
-      case "file" -> FileBackend.open(config);
-      case "local" -> LocalBackend.open(config);
-      case "qnap" -> QnapBackend.open(config);
+    // Method references, not calls: a call's result stored as a Backend makes the class verifier load
+    // every backend class when this class loads, so a file node would load ZFS's and the appliance's.
+    // A reference resolves its class only when its case runs.
+    Function<BackendConfig, Backend> open = switch (driver) {
+      case "file" -> FileBackend::open;
+      case "local" -> LocalBackend::open;
+      case "qnap" -> QnapBackend::open;
       default ->
           throw new IllegalArgumentException(
               "unknown driver '" + driver + "'; known drivers: " + String.join(", ", DRIVERS));
     };
+    return open.apply(config);
   }
 }

@@ -40,6 +40,12 @@ public final class PluginProcess implements AutoCloseable {
    * over host directories. Loop devices, files and datasets are not namespaced.
    */
   public static PluginProcess start(PluginFixture fixture, boolean privateMounts) throws IOException, InterruptedException {
+    return start(fixture, privateMounts, List.of());
+  }
+
+  /** A plugin process on the fixture's settings whose JVM also takes {@code jvmOptions}. */
+  public static PluginProcess start(PluginFixture fixture, boolean privateMounts, List<String> jvmOptions)
+      throws IOException, InterruptedException {
     Plugin.Settings s = fixture.settings();
     Path config = Files.createTempFile(fixture.work, "caravan-", ".properties");
     StringBuilder text = new StringBuilder();
@@ -49,7 +55,7 @@ public final class PluginProcess implements AutoCloseable {
     if (privateMounts) {
       command.addAll(List.of("unshare", "--mount", "--propagation", "private"));
     }
-    command.addAll(PluginJvm.caravan(List.of("serve", "--http-listen=off",
+    command.addAll(PluginJvm.caravan(jvmOptions, List.of("serve", "--http-listen=off",
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
         "--data-dir", s.dataDir().toString(), "--journal-dir", s.journalDir().toString(), "--config", config.toString())));
     Path log = Files.createTempFile(fixture.work, "plugin-", ".log");

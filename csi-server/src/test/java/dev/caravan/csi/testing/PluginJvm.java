@@ -35,7 +35,13 @@ public final class PluginJvm {
 
   /** {@link #java()} running {@code dev.caravan.csi.cli.Main} with {@code args}. */
   public static List<String> caravan(List<String> args) {
+    return caravan(List.of(), args);
+  }
+
+  /** {@link #java()} with {@code jvmOptions} too, running {@code dev.caravan.csi.cli.Main} with {@code args}. */
+  public static List<String> caravan(List<String> jvmOptions, List<String> args) {
     List<String> command = java();
+    command.addAll(command.indexOf("-cp"), jvmOptions);
     command.add("dev.caravan.csi.cli.Main");
     command.addAll(args);
     return command;

@@ -25,8 +25,12 @@ final class MultipathPathsGauge {
 
   /** Registers the gauge, reading the host's maps through multipathd. */
   static void register(PrometheusRegistry registry, NodeJournal journal) {
-    Multipath multipath = Multipath.system();
-    register(registry, journal, device -> Multipath.wwidOf(device).flatMap(multipath::map));
+    register(registry, journal, device -> Multipath.wwidOf(device).flatMap(Host.MULTIPATH::map));
+  }
+
+  /** The host's multipathd, reached on the first scrape that finds a staged volume: a node without maps never loads it. */
+  private static final class Host {
+    static final Multipath MULTIPATH = Multipath.system();
   }
 
   /** @param mapAt the multipath map at a staged volume's device, empty when it is none */
