@@ -7,6 +7,8 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.support.Json;
 import dev.caravan.storage.iscsi.Iscsi;
 import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -115,8 +117,14 @@ public final class DhvMain {
       if (e.kind() == CsiException.Kind.UNAUTHENTICATED && passphraseFile.isPresent()) {
         // The backend names the CSI secret it was given; a DHV operator never wrote one: the file is
         // where the passphrase came from.
-        return fail(out, op, "passphrase file " + passphraseFile.get() + " does not open volume " + volumeId
-            + ": it holds another passphrase than the one the volume was encrypted with", DhvException.FAILED);
+        Path file = passphraseFile.get();
+        Path previous = PassphraseFile.previous(file);
+        String message = Files.exists(previous, LinkOption.NOFOLLOW_LINKS)
+            ? "neither passphrase file " + file + " nor " + previous + " opens volume " + volumeId
+                + ": both hold other passphrases than the volume's"
+            : "passphrase file " + file + " does not open volume " + volumeId
+                + ": it holds another passphrase than the one the volume was encrypted with";
+        return fail(out, op, message, DhvException.FAILED);
       }
       int status = switch (e.kind()) {
         case INVALID_ARGUMENT, OUT_OF_RANGE, ALREADY_EXISTS -> DhvException.INVALID;

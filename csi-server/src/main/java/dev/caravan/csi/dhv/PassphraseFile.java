@@ -19,6 +19,11 @@ import java.util.Optional;
  * --passphrase-file}): its path is written into the plugin's executable, never its content. The file
  * must be a regular file (not a link) that only its owner can read or write; one trailing newline is
  * not part of the passphrase. Its content never appears in a message.
+ *
+ * <p>A rotation needs no new installation: beside the file, {@code <file>.previous} holds the
+ * passphrase being replaced, under the same rules, and goes to the backend as the previous passphrase
+ * of a CSI rotation. Each volume's next mount that the file's passphrase does not open and the
+ * previous one does changes the volume's passphrase to the file's.
  */
 final class PassphraseFile {
   private PassphraseFile() {}
@@ -46,11 +51,25 @@ final class PassphraseFile {
     return Optional.empty();
   }
 
+  /** Where the passphrase a rotation replaces is, beside {@code file}; it need not exist. */
+  static Path previous(Path file) {
+    return file.resolveSibling(file.getFileName() + ".previous");
+  }
+
   /**
    * The secrets an encrypted volume's calls take, as a CO would send them: the passphrase under
-   * {@link Encryption#SECRET}, read from {@code file} now.
+   * {@link Encryption#SECRET} and, while a rotation is under way, the previous one under
+   * {@link Encryption#PREVIOUS_SECRET}, both read from their files now.
    */
   static Map<String, String> secrets(Path file) {
+    Path previous = previous(file);
+    if (!Files.exists(previous, LinkOption.NOFOLLOW_LINKS)) {
+      return Map.of(Encryption.SECRET, read(file));
+    }
+    return Map.of(Encryption.SECRET, read(file), Encryption.PREVIOUS_SECRET, read(previous));
+  }
+
+  private static String read(Path file) {
     problem(file).ifPresent(p -> {
       throw DhvException.invalid(p);
     });
@@ -74,7 +93,7 @@ final class PassphraseFile {
         throw DhvException.invalid("passphrase file " + file + " must hold " + Encryption.MIN_BYTES + " to "
             + Encryption.MAX_BYTES + " bytes (UTF-8) without NUL characters, and at most one trailing newline");
       }
-      return Map.of(Encryption.SECRET, passphrase);
+      return passphrase;
     } finally {
       Arrays.fill(bytes, (byte) 0);
     }

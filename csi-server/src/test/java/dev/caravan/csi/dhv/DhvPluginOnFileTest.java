@@ -571,6 +571,71 @@ class DhvPluginOnFileTest {
     }
   }
 
+  @Test
+  void anEncryptedVolumesPassphraseRotatesAtItsNextMountWithThePreviousOneBesideTheFile() throws IOException {
+    HostRequirements.assumeDmCrypt();
+    String first = "dhv-first-passphrase-Tz58";
+    String second = "dhv-second-passphrase-Mv26";
+    String wrong = "neither-dhv-passphrase-Qa13";
+    String wrongToo = "nor-this-dhv-passphrase-Bn40";
+    Path keyFile = keyFile(first);
+    Path previous = PassphraseFile.previous(keyFile);
+    Volume v = volume("rotated", 32 * MIB).withParameters("{\"encryption\":\"on\"}");
+    Path path = nodeA.volumesDir().resolve(v.id());
+    List<String> answers = new ArrayList<>();
+    try (RootLog log = RootLog.capture()) {
+      Map<String, Object> created = inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile);
+      String mapping = Luks2.mappingName("caravan-file:" + images().getFirst().toAbsolutePath());
+      byte[] plain = "written before the passphrase changed".getBytes(StandardCharsets.UTF_8);
+      Files.write(path.resolve("data.txt"), plain);
+      rebootEncrypted(path, mapping);
+
+      // Neither file opens the volume: refused naming both files, and nothing opened or changed.
+      keyFile(wrong);
+      ownerOnly(previous, wrongToo);
+      InProcess neither = inProcess("immediate", DhvEnv.create(nodeA, v), keyFile);
+      answers.add(neither.stdout());
+      assertThat(neither.status()).as(neither.toString()).isNotZero();
+      assertThat(neither.stdout()).contains("neither passphrase file " + keyFile + " nor " + previous)
+          .doesNotContain(wrong).doesNotContain(wrongToo);
+      assertThat(Luks2.status(mapping).open()).as("a refused mount opens nothing").isFalse();
+
+      // The rotation: the new passphrase in the file, the one it replaces beside it.
+      keyFile(second);
+      ownerOnly(previous, first);
+      assertThat(inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile)).isEqualTo(created);
+      assertThat(Files.readAllBytes(path.resolve("data.txt"))).isEqualTo(plain);
+      rebootEncrypted(path, mapping);
+
+      // Done: the new passphrase alone opens the volume, the one it replaced no longer does.
+      Files.delete(previous);
+      assertThat(inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile)).isEqualTo(created);
+      assertThat(Files.readAllBytes(path.resolve("data.txt"))).isEqualTo(plain);
+      rebootEncrypted(path, mapping);
+      keyFile(first);
+      InProcess old = inProcess("immediate", DhvEnv.create(nodeA, v), keyFile);
+      answers.add(old.stdout());
+      assertThat(old.status()).as("the replaced passphrase: " + old).isNotZero();
+      assertThat(old.stdout()).contains("passphrase file " + keyFile).doesNotContain(first);
+      assertThat(Luks2.status(mapping).open()).isFalse();
+
+      keyFile(second);
+      assertThat(inProcessOk("immediate", DhvEnv.create(nodeA, v), keyFile)).isEqualTo(created);
+      assertThat(Files.readAllBytes(path.resolve("data.txt"))).isEqualTo(plain);
+      inProcessOk("immediate", DhvEnv.delete(nodeA, v, path.toString()), keyFile);
+      assertThat(Luks2.status(mapping).open()).as("no mapping left after the delete").isFalse();
+      assertThat(loopsUnderWork()).isEmpty();
+      assertThat(images()).isEmpty();
+      for (String p : List.of(first, second, wrong, wrongToo)) {
+        assertThat(log.text()).as("the plugin's log").doesNotContain(p);
+        assertThat(answers).noneMatch(a -> a.contains(p));
+        for (Path dir : List.of(dataDir, pluginDir)) {
+          assertThat(filesContaining(dir, p)).as("files under %s holding a passphrase", dir).isEmpty();
+        }
+      }
+    }
+  }
+
   // ---- helpers ---------------------------------------------------------------------------------
 
   private Path exe(String id) {
@@ -592,10 +657,20 @@ class DhvPluginOnFileTest {
 
   /** The passphrase file of an encrypted volume, owner-only, written afresh with {@code passphrase}. */
   private Path keyFile(String passphrase) throws IOException {
-    Path f = Files.createDirectories(work.resolve("keys")).resolve("dhv.key");
+    return ownerOnly(Files.createDirectories(work.resolve("keys")).resolve("dhv.key"), passphrase);
+  }
+
+  private static Path ownerOnly(Path f, String passphrase) throws IOException {
     Files.writeString(f, passphrase + "\n");
     Files.setPosixFilePermissions(f, PosixFilePermissions.fromString("rw-------"));
     return f;
+  }
+
+  /** What a reboot does to an encrypted volume: its mount, mapping and loop device are gone; the image stays. */
+  private void rebootEncrypted(Path mountPoint, String mapping) {
+    assertThat(Mounts.unmount(mountPoint)).isTrue();
+    Luks2.close(mapping);
+    loopsUnderWork().forEach(LoopDevices::detach);
   }
 
   private record InProcess(int status, String stdout) {}

@@ -58,6 +58,35 @@ class PassphraseFileTest {
   }
 
   @Test
+  void aPreviousFileBesideItAddsThePassphraseARotationReplacesUnderTheSameRules() throws IOException {
+    String old = "dhv-previous-passphrase-Jk83";
+    Path key = file("key", SECRET + "\n", "rw-------");
+    assertThat(PassphraseFile.previous(key)).isEqualTo(dir.resolve("key.previous"));
+    Path previous = file("key.previous", old + "\n", "rw-------");
+    assertThat(PassphraseFile.secrets(key))
+        .isEqualTo(Map.of(Encryption.SECRET, SECRET, Encryption.PREVIOUS_SECRET, old));
+
+    // The previous file is held to the passphrase file's rules, and named when it breaks one.
+    Files.setPosixFilePermissions(previous, PosixFilePermissions.fromString("rw-r-----"));
+    assertThatThrownBy(() -> PassphraseFile.secrets(key)).isInstanceOfSatisfying(DhvException.class, e -> {
+      assertThat(e.exitStatus()).isEqualTo(DhvException.INVALID);
+      assertThat(e.getMessage()).contains(previous.toString(), "chmod 600").doesNotContain(old, SECRET);
+    });
+    Files.delete(previous);
+    Files.createSymbolicLink(previous, file("elsewhere", old, "rw-------"));
+    assertThatThrownBy(() -> PassphraseFile.secrets(key)).hasMessageContaining(previous.toString())
+        .hasMessageContaining("not a symbolic link");
+    Files.delete(previous);
+    file("key.previous", "tiny7", "rw-------");
+    assertThatThrownBy(() -> PassphraseFile.secrets(key)).hasMessageContaining(previous.toString())
+        .hasMessageContaining("8 to 512 bytes").hasMessageNotContaining("tiny7");
+
+    // Once the rotation is done and the file removed, the secrets are the passphrase alone again.
+    Files.delete(previous);
+    assertThat(PassphraseFile.secrets(key)).isEqualTo(Map.of(Encryption.SECRET, SECRET));
+  }
+
+  @Test
   void aPassphraseOutsideTheLengthRuleIsRefusedWithoutShowingIt() throws IOException {
     Path shortOne = file("short", "seven77\n", "rw-------");
     assertThatThrownBy(() -> PassphraseFile.secrets(shortOne)).isInstanceOfSatisfying(DhvException.class, e -> {
