@@ -4,6 +4,7 @@ import static dev.caravan.csi.scenario.Caps.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.backend.KeyCosts;
+import dev.caravan.csi.v1.ControllerPublishVolumeRequest;
 import dev.caravan.csi.v1.CreateVolumeRequest;
 import dev.caravan.csi.v1.NodeStageVolumeRequest;
 import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
@@ -24,13 +25,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
  * What encryption costs, measured in the guest and printed (run it alone with --select-class; the
  * guest suite does not select it): NodeStageVolume and NodeUnstageVolume of an encrypted file volume
  * against a plain one through the socket, and opening and closing a LUKS2 mapping in process against
- * {@code cryptsetup open} and {@code close} (the passphrase on its standard input), and sequential
+ * {@code cryptsetup open} and {@code close} (the passphrase on its standard input), the same stage and
+ * unstage on qnap (real LIO targets, iSCSI logins and multipath maps behind the simulator), and sequential
  * write throughput through a mapping against the plain loop device. Each stage, unstage, open and
  * close figure is the median of {@value #ROUNDS} rounds; every round checks that the mapping or
  * staging really came and went.
@@ -78,6 +81,50 @@ class LuksCostGuestTest {
           unstages.add(t2 - t1);
         }
         System.out.printf("COST %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
+            encrypted ? "encrypted" : "plain", median(stages), median(unstages), ROUNDS);
+      }
+    }
+  }
+
+  @Test
+  void qnapStageAndUnstageEncryptedAgainstPlain() throws IOException {
+    HostRequirements.assumeDmCrypt();
+    VolumeCapability cap = Caps.mount("ext4");
+    // What an operator gets: the default key costs, not the tests' least.
+    try (PluginFixture f = PluginFixture.start(TestBackend.qnapOnLio(), s -> s.withKeyCosts(KeyCosts.DEFAULT))) {
+      for (boolean encrypted : new boolean[] {false, true}) {
+        String name = encrypted ? "cost-encrypted" : "cost-plain";
+        CreateVolumeRequest.Builder create = CreateVolumeRequest.newBuilder().setName(name).addVolumeCapabilities(cap)
+            .setCapacityRange(Caps.bytes(1L << 30));
+        if (encrypted) {
+          create.putParameters("encryption", "on").putSecrets("encryptionPassphrase", PASSPHRASE);
+        }
+        Volume v = f.controller.createVolume(create.build()).getVolume();
+        f.controller.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .setNodeId(f.backend.nodeId()).setVolumeCapability(cap).build());
+        String mapping = Luks2.mappingName("caravan-qnap:3" + v.getVolumeContextMap().get("naa"));
+        Path staging = f.dir("staging/" + name);
+        Map<String, String> secrets = encrypted ? Map.of("encryptionPassphrase", PASSPHRASE) : Map.of();
+        NodeUnstageVolumeRequest unstage = NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
+            .setStagingTargetPath(staging.toString()).build();
+        f.stage(v, staging, cap, secrets); // the first stage formats; the rounds measure a volume's reuse
+        f.node.nodeUnstageVolume(unstage);
+        List<Long> stages = new ArrayList<>();
+        List<Long> unstages = new ArrayList<>();
+        for (int i = 0; i < ROUNDS; i++) {
+          long t0 = System.nanoTime();
+          f.stage(v, staging, cap, secrets);
+          long t1 = System.nanoTime();
+          assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isTrue();
+          assertThat(Luks2.status(mapping).open()).as("the mapping while staged").isEqualTo(encrypted);
+          f.node.nodeUnstageVolume(unstage);
+          long t2 = System.nanoTime();
+          assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isFalse();
+          assertThat(Luks2.status(mapping).open()).isFalse();
+          stages.add(t1 - t0);
+          unstages.add(t2 - t1);
+        }
+        System.out.printf("COST qnap %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
             encrypted ? "encrypted" : "plain", median(stages), median(unstages), ROUNDS);
       }
     }
