@@ -46,8 +46,9 @@ final class DhvCommand implements Runnable {
     @Option(names = "--option", paramLabel = "KEY=VALUE", description = "A backend option, repeatable.")
     Map<String, String> options = new LinkedHashMap<>();
 
-    @Option(names = "--passphrase-file", paramLabel = "FILE", description = "A file only its owner can read holding the passphrase of"
-        + " volumes created with parameter encryption=on (Nomad gives DHV plugins no secrets; docs/encryption.md)."
+    @Option(names = "--passphrase-file", paramLabel = "FILE", description = "A file only its owner can read"
+        + " holding the passphrase of volumes created with parameter encryption=on (Nomad gives DHV plugins no"
+        + " secrets; docs/encryption.md)."
         + " Without it, encryption=on is refused. A rotation puts the passphrase it replaces in FILE.previous.")
     Path passphraseFile;
 

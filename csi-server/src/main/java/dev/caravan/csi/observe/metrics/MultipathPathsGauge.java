@@ -28,7 +28,10 @@ final class MultipathPathsGauge {
     register(registry, journal, device -> Multipath.wwidOf(device).flatMap(Host.MULTIPATH::map));
   }
 
-  /** The host's multipathd, reached on the first scrape that finds a staged volume: a node without maps never loads it. */
+  /**
+   * The host's multipathd, reached only once a staged volume's device is a multipath map: a node
+   * without maps never loads its client.
+   */
   private static final class Host {
     static final Multipath MULTIPATH = Multipath.system();
   }
