@@ -167,8 +167,7 @@ public final class Plugin implements AutoCloseable {
       // Its first sweep comes one interval later, with the services up; it shares their locks. Only a
       // qnap node has sessions to sweep: the others never load the sweeper's classes.
       sweeper = s.driver().equals("qnap")
-          ? IscsiSweeperService.start(iscsiGc, s.driver(), s.options(), journal, controller, locks,
-              observability.metrics())
+          ? IscsiSweeperService.start(iscsiGc, s.options(), journal, controller, locks, observability.metrics())
           : () -> {};
       ControllerService localController = new ControllerService(controller, locks, s.nodeId());
       if (peers.isPresent()) {

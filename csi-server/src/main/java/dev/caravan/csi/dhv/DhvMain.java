@@ -7,8 +7,6 @@ import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.support.Json;
 import dev.caravan.storage.iscsi.Iscsi;
 import java.io.PrintStream;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -118,9 +116,8 @@ public final class DhvMain {
         // The backend names the CSI secret it was given; a DHV operator never wrote one: the file is
         // where the passphrase came from.
         Path file = passphraseFile.get();
-        Path previous = PassphraseFile.previous(file);
-        String message = Files.exists(previous, LinkOption.NOFOLLOW_LINKS)
-            ? "neither passphrase file " + file + " nor " + previous + " opens volume " + volumeId
+        String message = PassphraseFile.rotating(file)
+            ? "neither passphrase file " + file + " nor " + PassphraseFile.previous(file) + " opens volume " + volumeId
                 + ": both hold other passphrases than the volume's"
             : "passphrase file " + file + " does not open volume " + volumeId
                 + ": it holds another passphrase than the one the volume was encrypted with";

@@ -62,11 +62,15 @@ final class PassphraseFile {
    * {@link Encryption#PREVIOUS_SECRET}, both read from their files now.
    */
   static Map<String, String> secrets(Path file) {
-    Path previous = previous(file);
-    if (!Files.exists(previous, LinkOption.NOFOLLOW_LINKS)) {
-      return Map.of(Encryption.SECRET, read(file));
-    }
-    return Map.of(Encryption.SECRET, read(file), Encryption.PREVIOUS_SECRET, read(previous));
+    String passphrase = read(file);
+    return rotating(file)
+        ? Map.of(Encryption.SECRET, passphrase, Encryption.PREVIOUS_SECRET, read(previous(file)))
+        : Map.of(Encryption.SECRET, passphrase);
+  }
+
+  /** Whether a rotation is under way: something is at {@link #previous} (read, it must be a passphrase file). */
+  static boolean rotating(Path file) {
+    return Files.exists(previous(file), LinkOption.NOFOLLOW_LINKS);
   }
 
   private static String read(Path file) {

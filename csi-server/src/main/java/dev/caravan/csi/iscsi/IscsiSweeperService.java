@@ -69,14 +69,14 @@ public final class IscsiSweeperService implements AutoCloseable {
   }
 
   /**
-   * Starts the sweeper when {@code gc} is on and the driver is qnap; otherwise returns something
-   * that does nothing.
+   * Starts a qnap node's sweeper when {@code gc} is on; otherwise returns something that does nothing.
+   * Only a qnap node calls it: the others never load the sweeper's classes.
    *
-   * @param options the backend's options ({@code qnap.*} keys without the prefix)
+   * @param options the qnap backend's options ({@code qnap.*} keys without the prefix)
    */
-  public static AutoCloseable start(IscsiGc gc, String driver, Map<String, String> options, NodeJournal journal,
+  public static AutoCloseable start(IscsiGc gc, Map<String, String> options, NodeJournal journal,
       ControllerBackend ids, VolumeLocks locks, Metrics metrics) {
-    if (!gc.enabled() || !driver.equals("qnap")) {
+    if (!gc.enabled()) {
       return () -> {};
     }
     QnapSessions sessions = QnapSessions.of(options);

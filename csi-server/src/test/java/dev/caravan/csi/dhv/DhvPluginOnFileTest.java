@@ -528,10 +528,7 @@ class DhvPluginOnFileTest {
       byte[] plain = "written through the DHV mapping, never plain on disk".getBytes(StandardCharsets.UTF_8);
       Files.write(path.resolve("data.txt"), plain);
 
-      // A reboot: the mount, the mapping and the loop device are gone; the image stays.
-      assertThat(Mounts.unmount(path)).isTrue();
-      Luks2.close(mapping);
-      loopsUnderWork().forEach(LoopDevices::detach);
+      rebootEncrypted(path, mapping);
       assertThat(Bytes.contains(Files.readAllBytes(image), plain)).as("plaintext in the image").isFalse();
 
       // The agent-start create with a file that holds another passphrase, then with no file at all.

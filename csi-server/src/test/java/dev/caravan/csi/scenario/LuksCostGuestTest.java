@@ -65,23 +65,9 @@ class LuksCostGuestTest {
             .setVolumeCapability(cap).putSecrets("encryptionPassphrase", PASSPHRASE).build();
         NodeUnstageVolumeRequest unstage = NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
             .setStagingTargetPath(staging.toString()).build();
-        f.node.nodeStageVolume(stage); // the first stage formats; the rounds measure a staged volume's reuse
-        f.node.nodeUnstageVolume(unstage);
-        List<Long> stages = new ArrayList<>();
-        List<Long> unstages = new ArrayList<>();
-        for (int i = 0; i < ROUNDS; i++) {
-          long t0 = System.nanoTime();
-          f.node.nodeStageVolume(stage);
-          long t1 = System.nanoTime();
-          assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isTrue();
-          f.node.nodeUnstageVolume(unstage);
-          long t2 = System.nanoTime();
-          assertThat(f.ourLoops()).isEmpty();
-          stages.add(t1 - t0);
-          unstages.add(t2 - t1);
-        }
-        System.out.printf("COST %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
-            encrypted ? "encrypted" : "plain", median(stages), median(unstages), ROUNDS);
+        timeRounds(encrypted ? "encrypted" : "plain", () -> f.node.nodeStageVolume(stage),
+            () -> assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isTrue(),
+            () -> f.node.nodeUnstageVolume(unstage), () -> assertThat(f.ourLoops()).isEmpty());
       }
     }
   }
@@ -107,25 +93,13 @@ class LuksCostGuestTest {
         Map<String, String> secrets = encrypted ? Map.of("encryptionPassphrase", PASSPHRASE) : Map.of();
         NodeUnstageVolumeRequest unstage = NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.getVolumeId())
             .setStagingTargetPath(staging.toString()).build();
-        f.stage(v, staging, cap, secrets); // the first stage formats; the rounds measure a volume's reuse
-        f.node.nodeUnstageVolume(unstage);
-        List<Long> stages = new ArrayList<>();
-        List<Long> unstages = new ArrayList<>();
-        for (int i = 0; i < ROUNDS; i++) {
-          long t0 = System.nanoTime();
-          f.stage(v, staging, cap, secrets);
-          long t1 = System.nanoTime();
+        timeRounds(encrypted ? "qnap encrypted" : "qnap plain", () -> f.stage(v, staging, cap, secrets), () -> {
           assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isTrue();
           assertThat(Luks2.status(mapping).open()).as("the mapping while staged").isEqualTo(encrypted);
-          f.node.nodeUnstageVolume(unstage);
-          long t2 = System.nanoTime();
+        }, () -> f.node.nodeUnstageVolume(unstage), () -> {
           assertThat(dev.caravan.storage.mount.MountTable.isMountPoint(staging)).isFalse();
           assertThat(Luks2.status(mapping).open()).isFalse();
-          stages.add(t1 - t0);
-          unstages.add(t2 - t1);
-        }
-        System.out.printf("COST qnap %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
-            encrypted ? "encrypted" : "plain", median(stages), median(unstages), ROUNDS);
+        });
       }
     }
   }
@@ -250,6 +224,31 @@ class LuksCostGuestTest {
     List<Double> sorted = new ArrayList<>(rates);
     Collections.sort(sorted);
     return sorted.get(sorted.size() / 2);
+  }
+
+  /**
+   * A first stage and unstage (the first stage formats), then {@value #ROUNDS} timed rounds of a
+   * volume's reuse, each checked while staged and after its unstage; prints both medians.
+   */
+  private static void timeRounds(String label, Runnable stage, Runnable whileStaged, Runnable unstage,
+      Runnable afterUnstage) {
+    stage.run();
+    unstage.run();
+    List<Long> stages = new ArrayList<>();
+    List<Long> unstages = new ArrayList<>();
+    for (int i = 0; i < ROUNDS; i++) {
+      long t0 = System.nanoTime();
+      stage.run();
+      long t1 = System.nanoTime();
+      whileStaged.run();
+      unstage.run();
+      long t2 = System.nanoTime();
+      afterUnstage.run();
+      stages.add(t1 - t0);
+      unstages.add(t2 - t1);
+    }
+    System.out.printf("COST %s: NodeStageVolume median %d ms, NodeUnstageVolume median %d ms (%d rounds)%n",
+        label, median(stages), median(unstages), ROUNDS);
   }
 
   private static long median(List<Long> nanos) {
