@@ -137,6 +137,17 @@ class ReplicationOnLocalTest {
     return GuestPools.run("zfs", "get", "-H", "-o", "value", property, dataset);
   }
 
+  /** The ids of the snapshots {@code node} lists as copies of volume {@code volumeId}. */
+  static List<String> replicaSnapshotIds(String node, String volumeId) {
+    return cluster.csi(node).listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(volumeId).build())
+        .getEntriesList().stream().map(e -> e.getSnapshot().getSnapshotId()).toList();
+  }
+
+  /** The snapshot id {@code node} gives the ZFS snapshot {@code snapshot}. */
+  static String snapshotIdOf(String node, String snapshot) {
+    return "local/v1/" + node + "/" + snapshot;
+  }
+
   /** The newest snapshot of {@code dataset}, by creation. */
   static String newestSnapshot(String dataset) {
     String out = GuestPools.run("zfs", "list", "-H", "-o", "name", "-t", "snapshot", "-s", "createtxg", dataset);
@@ -309,20 +320,51 @@ class ReplicationOnLocalTest {
     assertThat(get("guid", afterKillNewest))
         .isEqualTo(get("guid", ds + afterKillNewest.substring(afterKillNewest.indexOf('@'))));
 
-    // The owner loses every replication snapshot (destroyed by hand): only a full stream could bring the copy
-    // up to date, and it would destroy the copy before the new one is whole. The copy is kept; the round fails.
+    // The owner loses every replication snapshot (destroyed by hand): only a full stream can bring the copy up
+    // to date. It is received beside the copy, which stays whole and listed until the new one is: a full stream
+    // cut in the middle leaves the copy as it was, and the next round resumes the refresh.
     String kept = newestSnapshot(replica);
-    String newestGuid = get("guid", kept);
+    String keptGuid = get("guid", kept);
     for (String own : snapshotsOf(ds)) {
       GuestPools.run("zfs", "destroy", own);
     }
-    Replicator.Attempt full = replicator("n1").replicate(id, "n2");
-    assertThat(full.failure()).as("a full stream onto a complete copy").get().satisfies(f -> {
-      assertThat(Status.fromThrowable(f).getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
-      assertThat(Status.fromThrowable(f).getDescription()).contains("Destroy " + replica);
-    });
-    assertThat(newestSnapshot(replica)).as("the copy, kept").isEqualTo(kept);
-    assertThat(get("guid", kept)).as("the copy's snapshot, the same one").isEqualTo(newestGuid);
+    write(ds, 20 * MIB, (int) (4 * MIB), 7);
+    String refresh = replica + "-b";
+    Replicator.Attempt cutRefresh = replicator("n1").replicate(id, "n2", out -> new CutAfter(out, 2 * MIB));
+    assertThat(cutRefresh.failure()).as("a full refresh cut in the middle").isPresent();
+    waitFor(Duration.ofSeconds(30), () -> !getOr("receive_resume_token", refresh, "-").equals("-"),
+        "the refresh's resumable partial receive beside the copy");
+    assertThat(newestSnapshot(replica)).as("the copy, kept whole during the refresh").isEqualTo(kept);
+    assertThat(get("guid", kept)).isEqualTo(keptGuid);
+    assertThat(replicaSnapshotIds("n2", id)).as("the copy a restore starts from, during the refresh")
+        .containsExactly(snapshotIdOf("n2", kept));
+
+    Replicator.Attempt refreshed = replicator("n1").replicate(id, "n2");
+    assertThat(refreshed.failure()).as("the round that resumes the refresh").isEmpty();
+    String fresh = newestSnapshot(refresh);
+    assertThat(get("guid", fresh)).as("the refreshed copy is the owner's newest replication snapshot")
+        .isEqualTo(get("guid", ds + fresh.substring(fresh.indexOf('@'))));
+    assertThat(get("receive_resume_token", refresh)).isEqualTo("-");
+    assertThat(get("caravan:replica-of", refresh)).isEqualTo(id);
+    assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica)).toList())
+        .as("the old copy destroyed once the new one was whole").containsExactly(refresh, fresh);
+    assertThat(replicaSnapshotIds("n2", id)).containsExactly(snapshotIdOf("n2", fresh));
+
+    // Incrementals follow into the refreshed copy; a refresh of that one goes back into the first name.
+    write(ds, 24 * MIB, (int) MIB, 8);
+    Replicator.Attempt afterRefresh = replicator("n1").replicate(id, "n2");
+    assertThat(afterRefresh.failure()).isEmpty();
+    assertThat(afterRefresh.bytes()).as("an incremental onto the refreshed copy").isLessThan(4 * MIB);
+    String next = newestSnapshot(refresh);
+    assertThat(get("guid", next)).isEqualTo(get("guid", ds + next.substring(next.indexOf('@'))));
+    for (String own : snapshotsOf(ds)) {
+      GuestPools.run("zfs", "destroy", own);
+    }
+    assertThat(replicator("n1").replicate(id, "n2").failure()).as("a second refresh").isEmpty();
+    String back = newestSnapshot(replica);
+    assertThat(get("guid", back)).isEqualTo(get("guid", ds + back.substring(back.indexOf('@'))));
+    assertThat(pools.objects("n2").stream().filter(o -> o.startsWith(replica)).toList())
+        .as("the second refresh back in the first name, the other one destroyed").containsExactly(replica, back);
 
     // Only the owner's certificate acts on a replica: n2 asking n1 about a volume of a third node is refused.
     String notN2s = id.replace("local/v1/n1/", "local/v1/n3/");

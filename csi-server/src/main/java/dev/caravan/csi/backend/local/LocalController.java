@@ -849,7 +849,7 @@ final class LocalController implements ControllerBackend {
    * from.
    */
   private List<SnapshotInfo> newestReplicaSnapshots() {
-    List<SnapshotInfo> out = new ArrayList<>();
+    Map<String, SnapshotInfo> out = new TreeMap<>();
     for (String pool : config.pools()) {
       String parent = config.parentIn(pool);
       if (zfs.pool(pool).isEmpty() || !zfs.exists(parent)) {
@@ -868,10 +868,19 @@ final class LocalController implements ControllerBackend {
         String newest = snapshots.getLast();
         SnapshotId sid = new SnapshotId(new VolumeId(nodeId, pool, config.parentDataset(), leaf),
             newest.substring(newest.indexOf('@') + 1));
-        replicaSnapshot(sid).ifPresent(p -> out.add(replicaSnapshotInfo(sid, p)));
+        replicaSnapshot(sid).ifPresent(p -> {
+          SnapshotInfo info = replicaSnapshotInfo(sid, p);
+          // A refresh's old copy waits beside the new one until it is destroyed: the newer one is the copy.
+          out.merge(info.sourceVolumeId(), info, (a, b) -> stamp(a) >= stamp(b) ? a : b);
+        });
       }
     }
-    return out;
+    return new ArrayList<>(out.values());
+  }
+
+  /** The milliseconds in a replica snapshot id's name. */
+  private static long stamp(SnapshotInfo s) {
+    return Long.parseLong(s.id().substring(s.id().lastIndexOf("@repl-") + "@repl-".length()));
   }
 
   /** A replica's snapshot, when its dataset is a replica (it carries the volume id it is of, and no marker). */

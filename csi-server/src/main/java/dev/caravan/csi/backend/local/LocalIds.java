@@ -35,7 +35,7 @@ final class LocalIds {
   static final Pattern VOLUME_LEAF = Pattern.compile("vol-[a-z0-9]+(-[a-z0-9]+)*");
   static final Pattern SNAPSHOT_LEAF = Pattern.compile("snap-[a-z0-9]+(-[a-z0-9]+)*");
   /** A replica of another node's volume ({@link LocalReplication}); only in snapshot ids. */
-  static final Pattern REPLICA_LEAF = Pattern.compile("rep-[0-9a-f]{12}");
+  static final Pattern REPLICA_LEAF = Pattern.compile("rep-[0-9a-f]{12}(-b)?");
   /** A replication snapshot: the only snapshots of a replica that ids name. */
   static final Pattern REPLICATION_SNAPSHOT = Pattern.compile("repl-[0-9]{1,19}");
 

@@ -17,6 +17,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -32,11 +33,19 @@ import java.util.TreeSet;
  * received with {@code readonly=on}, {@code volmode=none} and {@value #PROP_REPLICA_OF} (the volume
  * id); it never carries the ownership marker, so nothing takes it for a volume, and only this class
  * destroys it, one leaf at a time.
+ *
+ * <p>A full stream onto a complete copy (the owner no longer holds a snapshot they share) is received
+ * beside it, into the same name with {@value #REFRESH_SUFFIX}, or back into the first name when the
+ * copy is there; the old copy is destroyed once the new one is whole. ZFS cannot receive a full
+ * stream into a dataset that exists, and destroying the copy first would leave none if the owner were
+ * lost during the send. Of the two, the copy is the one whose newest snapshot is newer.
  */
 final class LocalReplication implements Replication {
   static final String SNAPSHOT_PREFIX = "repl-";
   static final String REPLICA_PREFIX = "rep-";
   static final String PROP_REPLICA_OF = "caravan:replica-of";
+  /** The second place a copy can be in ({@link #places}). */
+  static final String REFRESH_SUFFIX = "-b";
 
   private final Zfs zfs;
   private final LocalController controller;
@@ -239,19 +248,62 @@ final class LocalReplication implements Replication {
 
   // ---- a replica's side ----
 
-  /** The replica dataset of a volume on this node. */
+  /** The replica dataset of a volume on this node, where its first copy is received. */
   String replicaDataset(String volumeId) {
     LocalIds.parseVolume("volume_id", volumeId);
     return config.parentIn(config.defaultPool()) + "/" + REPLICA_PREFIX + IdRules.nameHash(volumeId);
   }
 
-  @Override
-  public Optional<String> replicaLocation(String volumeId) {
-    return Optional.of(replicaDataset(volumeId));
+  /**
+   * The two datasets a volume's copy can be in: a full refresh is received into the one the copy is not
+   * in, so that the copy stays whole until the new one is.
+   */
+  private List<String> places(String volumeId) {
+    String first = replicaDataset(volumeId);
+    return List.of(first, first + REFRESH_SUFFIX);
   }
 
-  private Optional<DatasetProperties> replica(String volumeId) {
-    String dataset = replicaDataset(volumeId);
+  /** One of a volume's replica datasets as found: its complete snapshots, oldest first. */
+  private record Place(String dataset, List<String> snapshots) {
+    /** The millisecond stamp of its newest snapshot, -1 when it holds none complete. */
+    long newest() {
+      if (snapshots.isEmpty()) {
+        return -1;
+      }
+      String name = snapshots.getLast().substring(snapshots.getLast().indexOf('@') + 1);
+      return isReplicationSnapshotName(name) ? Long.parseLong(name.substring(SNAPSHOT_PREFIX.length())) : -1;
+    }
+  }
+
+  /** The volume's replica datasets that exist here, each checked to be its replica. */
+  private List<Place> found(String volumeId) {
+    List<Place> out = new ArrayList<>();
+    for (String dataset : places(volumeId)) {
+      if (replica(volumeId, dataset).isPresent()) {
+        out.add(new Place(dataset, zfs.exists(dataset) ? zfs.snapshots(dataset) : List.of()));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The copy: of the places holding a complete snapshot, the one whose newest is the newest (both hold
+   * one only while a refresh's old copy waits to be destroyed).
+   */
+  private static Optional<Place> copy(List<Place> found) {
+    return found.stream().filter(p -> p.newest() >= 0).max(Comparator.comparingLong(Place::newest));
+  }
+
+  @Override
+  public Optional<String> replicaLocation(String volumeId) {
+    try {
+      return Optional.of(guard(() -> copy(found(volumeId)).map(Place::dataset).orElse(replicaDataset(volumeId))));
+    } catch (CsiException e) {
+      return Optional.of(replicaDataset(volumeId));
+    }
+  }
+
+  private Optional<DatasetProperties> replica(String volumeId, String dataset) {
     Optional<DatasetProperties> found = controller.find(dataset);
     if (found.isPresent() && !found.get().userProperty(PROP_REPLICA_OF).orElse("").equals(volumeId)
         && found.get().receiveResumeToken().isEmpty()) {
@@ -265,16 +317,15 @@ final class LocalReplication implements Replication {
   @Override
   public ReplicaState replicaState(String volumeId) {
     return guard(() -> {
-      Optional<DatasetProperties> found = replica(volumeId);
+      List<Place> found = found(volumeId);
       if (found.isEmpty()) {
         return new ReplicaState(false, Optional.empty(), Optional.empty());
       }
-      String dataset = replicaDataset(volumeId);
-      Optional<String> token = zfs.streams().resumeToken(dataset).map(ResumeToken::text);
-      List<String> snapshots = zfs.snapshots(dataset);
-      Optional<Point> newest = snapshots.isEmpty() ? Optional.empty()
-          : Optional.of(new Point(snapshots.getLast().substring(snapshots.getLast().indexOf('@') + 1),
-              zfs.properties(snapshots.getLast()).guid()));
+      Optional<Point> newest = copy(found).map(p -> new Point(
+          p.snapshots().getLast().substring(p.snapshots().getLast().indexOf('@') + 1),
+          zfs.properties(p.snapshots().getLast()).guid()));
+      Optional<String> token = found.stream().map(p -> zfs.streams().resumeToken(p.dataset()))
+          .flatMap(Optional::stream).map(ResumeToken::text).findFirst();
       return new ReplicaState(true, newest, token);
     });
   }
@@ -284,22 +335,28 @@ final class LocalReplication implements Replication {
     return "the partial receive is kept, and the next round resumes it";
   }
 
+  /**
+   * Receives into the copy's dataset, or for a full stream onto a complete copy into the other one;
+   * the old copy is destroyed only once the new one is whole, so a stream cut or a crash at any point
+   * leaves a complete copy a restore can start from.
+   */
   @Override
   public Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException {
     if (!isReplicationSnapshotName(snapshot) || snapshot.contains("@") || snapshot.contains("/")) {
       throw CsiException.invalid("snapshot '" + IdRules.printable(snapshot) + "' is not a replication snapshot's name");
     }
-    String dataset = replicaDataset(volumeId);
-    if (kind == StreamKind.FULL) {
-      refuseToReplaceACompleteCopy(volumeId, dataset);
-      deleteReplica(volumeId); // only a partial receive's state: nothing a restore could start from
-    }
-    ZfsStreams.Received received = io(() -> zfs.streams().receive(dataset + "@" + snapshot, in,
+    String target = guard(() -> target(volumeId, kind));
+    ZfsStreams.Received received = io(() -> zfs.streams().receive(target + "@" + snapshot, in,
         Map.of(PROP_REPLICA_OF, volumeId)));
     guard(() -> {
-      for (String full : zfs.snapshots(dataset)) {
+      for (String full : zfs.snapshots(target)) {
         if (!full.equals(received.snapshot())) {
           zfs.streams().destroyReplicaSnapshot(full, PROP_REPLICA_OF);
+        }
+      }
+      for (String other : places(volumeId)) {
+        if (!other.equals(target)) {
+          destroyPlace(volumeId, other); // the copy this one replaces, or a receive it made useless
         }
       }
       return null;
@@ -307,41 +364,56 @@ final class LocalReplication implements Replication {
     return new Point(snapshot, received.guid());
   }
 
-  /**
-   * A full stream would have to destroy a complete copy before the new one is whole: if the owner were
-   * lost during the send, no copy would be left. The copy is kept and the round fails, counted and
-   * logged on the owner, until someone decides to drop it.
-   */
-  private void refuseToReplaceACompleteCopy(String volumeId, String dataset) {
-    guard(() -> {
-      if (replica(volumeId).isPresent() && zfs.exists(dataset) && !zfs.snapshots(dataset).isEmpty()) {
-        String newest = zfs.snapshots(dataset).getLast();
-        throw CsiException.failedPrecondition("the replica of " + volumeId + " on this node holds " + newest
-            + ", which its owner no longer has, so only a full stream could bring it up to date; the copy is kept"
-            + " rather than destroyed before a new one is complete. Destroy " + dataset + " (its snapshots first)"
-            + " to let the next round send a full copy");
+  /** Where a stream of {@code kind} goes, made ready for it. */
+  private String target(String volumeId, StreamKind kind) {
+    List<Place> found = found(volumeId);
+    Optional<Place> copy = copy(found);
+    return switch (kind) {
+      case INCREMENTAL -> copy.map(Place::dataset).orElse(replicaDataset(volumeId));
+      case RESUME -> found.stream().map(Place::dataset).filter(d -> zfs.streams().resumeToken(d).isPresent())
+          .findFirst().orElse(copy.map(Place::dataset).orElse(replicaDataset(volumeId)));
+      case FULL -> {
+        // The owner sends in full only when no shared snapshot or resumable receive is of use: a partial
+        // receive here is dead, and a complete copy stays until the new one is whole.
+        for (Place p : found) {
+          zfs.streams().abortPartialReceive(p.dataset());
+        }
+        String into = copy.isEmpty() ? replicaDataset(volumeId)
+            : places(volumeId).stream().filter(d -> !d.equals(copy.get().dataset())).findFirst().orElseThrow();
+        destroyPlace(volumeId, into);
+        yield into;
       }
-      return null;
-    });
+    };
   }
 
   @Override
   public boolean deleteReplica(String volumeId) {
     return guard(() -> {
-      String dataset = replicaDataset(volumeId);
-      if (replica(volumeId).isEmpty()) {
-        return false;
+      boolean any = false;
+      for (String dataset : places(volumeId)) {
+        any |= destroyPlace(volumeId, dataset);
       }
-      zfs.streams().abortPartialReceive(dataset);
-      if (!zfs.exists(dataset)) {
-        return true; // it held only a full receive's partial state
-      }
-      for (String full : zfs.snapshots(dataset)) {
-        zfs.streams().destroyReplicaSnapshot(full, PROP_REPLICA_OF);
-      }
-      zfs.streams().destroyReplica(dataset, PROP_REPLICA_OF);
-      return true;
+      return any;
     });
+  }
+
+  /**
+   * Destroys what a replica dataset holds (a partial receive, its snapshots, then the dataset, one leaf
+   * at a time); false when it does not exist.
+   */
+  private boolean destroyPlace(String volumeId, String dataset) {
+    if (replica(volumeId, dataset).isEmpty()) {
+      return false;
+    }
+    zfs.streams().abortPartialReceive(dataset);
+    if (!zfs.exists(dataset)) {
+      return true; // it held only a full receive's partial state
+    }
+    for (String full : zfs.snapshots(dataset)) {
+      zfs.streams().destroyReplicaSnapshot(full, PROP_REPLICA_OF);
+    }
+    zfs.streams().destroyReplica(dataset, PROP_REPLICA_OF);
+    return true;
   }
 
   @Override
