@@ -194,7 +194,10 @@ final class ReplicationScheduler implements AutoCloseable {
           LOG.log(System.Logger.Level.WARNING, "replication of {0} to node {1} failed; the next round tries again:"
               + " {2}", id, node, a.failure().get().getMessage());
         } else {
-          upToDate.put(List.of(id, node), started);
+          upToDate.put(key, started);
+        }
+        if (!upToDate.containsKey(key)) {
+          heldSince(id, a).ifPresent(t -> upToDate.put(key, t));
         }
       }
       Set<Long> keep = new HashSet<>();
@@ -221,6 +224,26 @@ final class ReplicationScheduler implements AutoCloseable {
       // The volume deleted meanwhile, its pool gone: the next tick sees it.
       LOG.log(System.Logger.Level.WARNING, "replication round of {0} failed: {1}", id, e.getMessage());
     }
+  }
+
+  /**
+   * When the copy on a node no round has brought up to date since the start was taken, so that its lag
+   * is shown (and alerted on) from the first round after a restart: the node answered, the time of the
+   * snapshot it holds; it did not, the time of the owner's oldest replication snapshot, which is no
+   * newer than the copy's, since nothing a copy may hold is pruned while its node has not answered.
+   * The lag may then read high, never low.
+   */
+  private Optional<Instant> heldSince(String id, Replicator.Attempt a) {
+    List<Replication.Point> points;
+    try {
+      points = local.replicationSnapshots(id);
+    } catch (RuntimeException e) {
+      return Optional.empty(); // the volume going: the next tick sees it
+    }
+    Optional<Replication.Point> held = a.known()
+        ? points.stream().filter(p -> a.shared().isPresent() && p.guid() == a.shared().getAsLong()).findFirst()
+        : points.stream().findFirst();
+    return held.flatMap(p -> Replication.pointTime(p.name()));
   }
 
   /**

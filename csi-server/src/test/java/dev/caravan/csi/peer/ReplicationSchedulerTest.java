@@ -5,8 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.caravan.csi.backend.CsiException;
 import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.backend.ReplicationSettings;
+import dev.caravan.csi.observe.metrics.PrometheusMetrics;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -17,6 +21,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -41,7 +47,14 @@ class ReplicationSchedulerTest {
     scheduler.close();
   }
 
+  /** Nodes that answer but whose rounds fail: they keep what they hold. */
+  private final Set<String> failing = new HashSet<>();
+
   private Replicator.Attempt attempt(String volumeId, String node) {
+    if (failing.contains(node)) {
+      return new Replicator.Attempt(node, true, OptionalLong.of(held.get(node)), OptionalLong.empty(), 0,
+          Optional.of(CsiException.failedPrecondition("the receive on " + node + " was refused")));
+    }
     if (down.contains(node)) {
       return new Replicator.Attempt(node, false, OptionalLong.empty(), OptionalLong.empty(), 0,
           Optional.of(new CsiException(CsiException.Kind.UNAVAILABLE, "node " + node + " cannot be reached")));
@@ -78,6 +91,37 @@ class ReplicationSchedulerTest {
     assertThat(owner.guids()).as("nothing says what n3 holds: nothing is destroyed").hasSize(4);
   }
 
+  @Test
+  void afterARestartACopyNoRoundReachesShowsItsLagFromWhatItHoldsNeverLess() throws IOException {
+    // What the plugin before this one did: n3's copy is 10 minutes old, n2's one minute.
+    long now = System.currentTimeMillis();
+    held.put("n3", owner.take("repl-" + (now - 600_000)).guid());
+    held.put("n2", owner.take("repl-" + (now - 60_000)).guid());
+    PrometheusMetrics metrics = new PrometheusMetrics();
+    scheduler.observe(metrics);
+    assertThat(lags(metrics)).as("before any round of this plugin").isEmpty();
+
+    failing.add("n2"); // answers, and says what it holds
+    down.add("n3"); // does not answer: its copy is no newer than the owner's oldest snapshot
+    scheduler.round(VOLUME, TWO);
+    Map<String, Double> lags = lags(metrics);
+    assertThat(lags.get("n2")).as("n2's lag, from the snapshot it holds").isBetween(60.0, 120.0);
+    assertThat(lags.get("n3")).as("n3's lag, from the owner's oldest").isBetween(600.0, 660.0);
+  }
+
+  /** The exported caravan_replication_lag_seconds of {@link #VOLUME}, by replica node. */
+  private static Map<String, Double> lags(PrometheusMetrics metrics) throws IOException {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    metrics.write(out);
+    Map<String, Double> lags = new HashMap<>();
+    Matcher m = Pattern.compile("caravan_replication_lag_seconds\\{node=\"(n[0-9])\",volume=\""
+        + Pattern.quote(VOLUME) + "\"\\} (\\S+)").matcher(out.toString(StandardCharsets.UTF_8));
+    while (m.find()) {
+      lags.put(m.group(1), Double.parseDouble(m.group(2)));
+    }
+    return lags;
+  }
+
   /** The owner's side of {@link Replication}, its replication snapshots in memory. */
   private static final class Snapshots implements Replication {
     private final List<Point> points = new ArrayList<>();
@@ -94,7 +138,11 @@ class ReplicationSchedulerTest {
 
     @Override
     public Point takeReplicationSnapshot(String volumeId) {
-      Point p = new Point("repl-" + next, 1000 + next);
+      return take("repl-" + next);
+    }
+
+    Point take(String name) {
+      Point p = new Point(name, 1000 + next);
       next++;
       points.add(p);
       return p;
