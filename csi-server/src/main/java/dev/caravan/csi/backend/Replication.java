@@ -97,9 +97,9 @@ public interface Replication {
 
   /**
    * Receives a stream into the volume's replica here; then destroys the replica's older replication
-   * snapshots, keeping the newest. A FULL stream is refused (FAILED_PRECONDITION) where
-   * the replica holds a complete snapshot: the copy is never destroyed before a new one is whole. A stream that
-   * breaks off (an IOException from {@code in}) leaves what {@link #afterABrokenStream()} says.
+   * snapshots, keeping the newest. A FULL stream onto a complete copy refreshes it: the copy is never
+   * destroyed before the new one is whole. A stream that breaks off (an IOException from {@code in})
+   * leaves what {@link #afterABrokenStream()} says.
    */
   Point receive(String volumeId, String snapshot, StreamKind kind, InputStream in) throws IOException;
 

@@ -498,7 +498,7 @@ public final class RoutingControllerService extends ControllerGrpc.ControllerImp
    * new volume never had. So when this call makes the volume, no round starts until every other node
    * has been asked to delete what it holds of that id. A node that does not answer keeps it, named in
    * the log; the new volume's rounds to it then meet a copy they share nothing with, which the backend
-   * refreshes in full or refuses naming what to delete (Replication#receive).
+   * refreshes in full (Replication#receive).
    */
   CreateVolumeResponse createHere(CreateVolumeRequest req) {
     if (scheduler.isEmpty()) {

@@ -217,7 +217,12 @@ final class PeerCluster implements AutoCloseable {
     nodes.values().stream().filter(o -> !o.id.equals(id))
         .forEach(o -> command.addAll(List.of("--peer", o.id + "=" + o.address())));
     if (!storage.options(n).isEmpty()) {
-      throw new IllegalStateException("startProcess passes no backend options; " + storage.driver() + " needs some");
+      // Backend options are read from a config file, as an operator gives them.
+      StringBuilder properties = new StringBuilder();
+      storage.options(n).forEach((k, v) -> properties.append(storage.driver()).append('.').append(k).append('=')
+          .append(v).append('\n'));
+      Path config = Files.writeString(n.dir.resolve("caravan.properties"), properties);
+      command.addAll(List.of("--config", config.toString()));
     }
     Path log = n.dir.resolve("plugin.log");
     n.process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();

@@ -3,6 +3,7 @@ package dev.caravan.csi.scenario;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.caravan.csi.peer.ReplicationKillOnFileTest;
+import dev.caravan.csi.peer.ReplicationKillOnLocalTest;
 import dev.caravan.csi.support.CrashPoints;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -509,6 +510,7 @@ public abstract class KillConformance {
     ControllerFailoverOnQnapTest.STEPS.forEach(step -> inMatrix.computeIfAbsent(step, k -> new TreeSet<>()).add(Where.QNAP));
     // Replication's steps die on one of two peer nodes, and the next round is checked, on the host.
     ReplicationKillOnFileTest.STEPS.forEach(step -> inMatrix.computeIfAbsent(step, k -> new TreeSet<>()).add(Where.FILE));
+    ReplicationKillOnLocalTest.STEPS.forEach(step -> inMatrix.computeIfAbsent(step, k -> new TreeSet<>()).add(Where.LOCAL));
     assertThat(inMatrix).as("crash points in MATRIX (left) and in the main sources (right)").isEqualTo(inSources);
   }
 

@@ -7,11 +7,14 @@ import dev.caravan.csi.backend.IdRules;
 import dev.caravan.csi.backend.Replication;
 import dev.caravan.csi.backend.ReplicationSettings;
 import dev.caravan.csi.backend.local.LocalIds.VolumeId;
+import dev.caravan.csi.support.CrashPoints;
 import dev.caravan.storage.zfs.DatasetProperties;
 import dev.caravan.storage.zfs.ResumeToken;
 import dev.caravan.storage.zfs.StreamRefusedException;
 import dev.caravan.storage.zfs.Zfs;
 import dev.caravan.storage.zfs.ZfsStreams;
+import java.io.FilterInputStream;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -46,6 +49,8 @@ final class LocalReplication implements Replication {
   static final String PROP_REPLICA_OF = "caravan:replica-of";
   /** The second place a copy can be in ({@link #places}). */
   static final String REFRESH_SUFFIX = "-b";
+  /** How far into a stream the kill tests stop a sender or a receiver. */
+  private static final long CRASH_POINT_BYTES = 1L << 20;
 
   private final Zfs zfs;
   private final LocalController controller;
@@ -180,6 +185,7 @@ final class LocalReplication implements Replication {
             + volumeId + ": " + e.getMessage() + ". Nothing was sent and the copies stay at their last snapshot;"
             + " free space where " + v.dataset() + " lives (its pool, or a quota above it) for the next round", e);
       }
+      CrashPoints.reach("local.replication.point.after-snapshot");
       return new Point(name, zfs.properties(v.dataset() + "@" + name).guid());
     });
   }
@@ -188,9 +194,22 @@ final class LocalReplication implements Replication {
   public long send(String volumeId, Optional<String> from, String to, OutputStream out) throws IOException {
     String dataset = guard(() -> ownedVolume(volumeId).dataset());
     ZfsStreams streams = zfs.streams();
+    OutputStream sent = CrashPoints.armed() ? new FilterOutputStream(out) {
+      private long written;
+
+      @Override
+      public void write(byte[] b, int off, int len) throws IOException {
+        out.write(b, off, len);
+        written += len;
+        if (written >= CRASH_POINT_BYTES) {
+          out.flush(); // the receiver has begun when a kill test stops the sender here
+          CrashPoints.reach("local.replication.send.after-first-mib");
+        }
+      }
+    } : out;
     return io(() -> (from.isPresent()
         ? streams.incremental(dataset + "@" + from.get(), dataset + "@" + to)
-        : streams.full(dataset + "@" + to)).writeTo(out));
+        : streams.full(dataset + "@" + to)).writeTo(sent));
   }
 
   @Override
@@ -346,8 +365,21 @@ final class LocalReplication implements Replication {
       throw CsiException.invalid("snapshot '" + IdRules.printable(snapshot) + "' is not a replication snapshot's name");
     }
     String target = guard(() -> target(volumeId, kind));
-    ZfsStreams.Received received = io(() -> zfs.streams().receive(target + "@" + snapshot, in,
+    InputStream stream = CrashPoints.armed() ? new FilterInputStream(in) {
+      private long read;
+
+      @Override
+      public int read(byte[] b, int off, int len) throws IOException {
+        int n = super.read(b, off, len);
+        if (n > 0 && (read += n) >= CRASH_POINT_BYTES) {
+          CrashPoints.reach("local.replica.receive.after-first-mib");
+        }
+        return n;
+      }
+    } : in;
+    ZfsStreams.Received received = io(() -> zfs.streams().receive(target + "@" + snapshot, stream,
         Map.of(PROP_REPLICA_OF, volumeId)));
+    CrashPoints.reach("local.replica.receive.before-cleanup");
     guard(() -> {
       for (String full : zfs.snapshots(target)) {
         if (!full.equals(received.snapshot())) {
