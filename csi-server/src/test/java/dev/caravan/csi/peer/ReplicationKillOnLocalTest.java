@@ -53,27 +53,32 @@ public class ReplicationKillOnLocalTest {
     cluster = GUEST.cluster();
   }
 
+  /** A case, given its crash point and the id of its volume. */
+  private interface Case {
+    void run(String step, String id) throws Exception;
+  }
+
   /**
-   * A volume on n1 replicated to n2 once an hour, 8 MiB written: its first round, at once, makes the
-   * first copy; after that only the rounds the test starts run, and a restarted owner's first round.
+   * Runs {@code body} on a volume on n1 replicated to n2 once an hour, 8 MiB written, then deletes it:
+   * its first round, at once, makes the first copy; after that only the rounds the test starts run,
+   * and a restarted owner's first round.
    */
-  private static String replicatedVolume(String name) throws Exception {
-    String id = cluster.csi("n1").createVolume(PeersTest.create(name, "n1", 64 * MIB).toBuilder()
+  private static void onAReplicatedVolume(String step, Case body) throws Exception {
+    String id = cluster.csi("n1").createVolume(PeersTest.create("killed", "n1", 64 * MIB).toBuilder()
         .putParameters("replicas", "1").putParameters("replicationInterval", "1h").build()).getVolume().getVolumeId();
-    write(dataset(id), 0, (int) (8 * MIB), 1);
-    waitFor(Duration.ofMinutes(2), () -> upToDate(id), "the first copy on n2");
-    return id;
+    try {
+      write(dataset(id), 0, (int) (8 * MIB), 1);
+      waitFor(Duration.ofMinutes(2), () -> upToDate(id), "the first copy on n2");
+      body.run(step, id);
+    } finally {
+      delete(id);
+    }
   }
 
   @ParameterizedTest
   @FieldSource("OWNER_STEPS")
   void anOwnerKilledMidRoundLeavesNothingAndItsNextRoundBringsTheCopyUpToDate(String step) throws Exception {
-    String id = replicatedVolume("owner-killed");
-    try {
-      ownerKilledAt(step, id);
-    } finally {
-      delete(id);
-    }
+    onAReplicatedVolume(step, ReplicationKillOnLocalTest::ownerKilledAt);
   }
 
   private static void ownerKilledAt(String step, String id) throws Exception {
@@ -97,12 +102,7 @@ public class ReplicationKillOnLocalTest {
   @ParameterizedTest
   @FieldSource("RECEIVER_STEPS")
   void aReplicaNodeKilledMidReceiveKeepsAWholeCopyAndTheNextRoundBringsItUpToDate(String step) throws Exception {
-    String id = replicatedVolume("replica-killed");
-    try {
-      replicaKilledAt(step, id);
-    } finally {
-      delete(id);
-    }
+    onAReplicatedVolume(step, ReplicationKillOnLocalTest::replicaKilledAt);
   }
 
   private static void replicaKilledAt(String step, String id) throws Exception {
