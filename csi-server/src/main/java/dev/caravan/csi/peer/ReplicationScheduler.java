@@ -229,8 +229,8 @@ final class ReplicationScheduler implements AutoCloseable {
   /**
    * When the copy on a node no round has brought up to date since the start was taken, so that its lag
    * is shown (and alerted on) from the first round after a restart: the node answered, the time of the
-   * snapshot it holds; it did not, the time of the owner's oldest replication snapshot, which is no
-   * newer than the copy's, since nothing a copy may hold is pruned while its node has not answered.
+   * snapshot it holds; it has not answered since the start, the time of the owner's oldest replication
+   * snapshot, which is no newer than the copy's, since nothing a copy may hold is pruned meanwhile.
    * The lag may then read high, never low.
    */
   private Optional<Instant> heldSince(String id, Replicator.Attempt a) {
@@ -240,9 +240,14 @@ final class ReplicationScheduler implements AutoCloseable {
     } catch (RuntimeException e) {
       return Optional.empty(); // the volume going: the next tick sees it
     }
-    Optional<Replication.Point> held = a.known()
-        ? points.stream().filter(p -> a.shared().isPresent() && p.guid() == a.shared().getAsLong()).findFirst()
-        : points.stream().findFirst();
+    Optional<Replication.Point> held;
+    if (a.known()) {
+      held = points.stream().filter(p -> a.shared().isPresent() && p.guid() == a.shared().getAsLong()).findFirst();
+    } else if (needs.containsKey(List.of(id, a.node()))) {
+      held = Optional.empty(); // it answered since the start, holding nothing: pruning no longer keeps a bound
+    } else {
+      held = points.stream().findFirst();
+    }
     return held.flatMap(p -> Replication.pointTime(p.name()));
   }
 

@@ -50,7 +50,14 @@ class ReplicationSchedulerTest {
   /** Nodes that answer but whose rounds fail: they keep what they hold. */
   private final Set<String> failing = new HashSet<>();
 
+  /** Nodes that answer holding nothing, and whose receives fail. */
+  private final Set<String> empty = new HashSet<>();
+
   private Replicator.Attempt attempt(String volumeId, String node) {
+    if (empty.contains(node) && !down.contains(node)) {
+      return new Replicator.Attempt(node, true, OptionalLong.empty(), OptionalLong.empty(), 0,
+          Optional.of(CsiException.failedPrecondition("the receive on " + node + " was refused")));
+    }
     if (failing.contains(node)) {
       return new Replicator.Attempt(node, true, OptionalLong.of(held.get(node)), OptionalLong.empty(), 0,
           Optional.of(CsiException.failedPrecondition("the receive on " + node + " was refused")));
@@ -107,6 +114,18 @@ class ReplicationSchedulerTest {
     Map<String, Double> lags = lags(metrics);
     assertThat(lags.get("n2")).as("n2's lag, from the snapshot it holds").isBetween(60.0, 120.0);
     assertThat(lags.get("n3")).as("n3's lag, from the owner's oldest").isBetween(600.0, 660.0);
+  }
+
+  @Test
+  void aCopyWhoseNodeLastAnsweredHoldingNothingShowsNoLagRatherThanALowOne() throws IOException {
+    owner.take("repl-" + (System.currentTimeMillis() - 600_000));
+    PrometheusMetrics metrics = new PrometheusMetrics();
+    scheduler.observe(metrics);
+    empty.add("n3");
+    scheduler.round(VOLUME, TWO); // n2 brought up to date; n3 answers that it holds nothing
+    down.add("n3");
+    scheduler.round(VOLUME, TWO); // the owner's oldest snapshot is now n2's, of this round: no bound on n3's
+    assertThat(lags(metrics)).containsKey("n2").doesNotContainKey("n3");
   }
 
   /** The exported caravan_replication_lag_seconds of {@link #VOLUME}, by replica node. */
