@@ -82,7 +82,6 @@ final class FileReplication implements Replication {
   private static final int ZERO = 2;
   private static final int END = 0;
   private static final byte[] ZERO_BLOCK = new byte[BLOCK];
-  private static final byte[] ZERO_DIGEST = sha256(ZERO_BLOCK, BLOCK);
 
   private final FileStore store;
   private final FileController controller;
@@ -769,7 +768,15 @@ final class FileReplication implements Replication {
   }
 
   private static byte[] zeroDigest(int length) {
-    return length == BLOCK ? ZERO_DIGEST : sha256(ZERO_BLOCK, length);
+    return length == BLOCK ? ZeroDigest.OF_A_BLOCK : sha256(ZERO_BLOCK, length);
+  }
+
+  /**
+   * Made on first use, not when the backend starts: every file plugin makes this class, and the digest
+   * is hashed by the interpreter before anything is compiled, on the way to the first Probe.
+   */
+  private static final class ZeroDigest {
+    static final byte[] OF_A_BLOCK = sha256(ZERO_BLOCK, BLOCK);
   }
 
   private static MessageDigest sha256() {
