@@ -871,16 +871,16 @@ final class LocalController implements ControllerBackend {
         replicaSnapshot(sid).ifPresent(p -> {
           SnapshotInfo info = replicaSnapshotInfo(sid, p);
           // A refresh's old copy waits beside the new one until it is destroyed: the newer one is the copy.
-          out.merge(info.sourceVolumeId(), info, (a, b) -> stamp(a) >= stamp(b) ? a : b);
+          out.merge(info.sourceVolumeId(), info, (a, b) -> taken(a).compareTo(taken(b)) >= 0 ? a : b);
         });
       }
     }
     return new ArrayList<>(out.values());
   }
 
-  /** The milliseconds in a replica snapshot id's name. */
-  private static long stamp(SnapshotInfo s) {
-    return Long.parseLong(s.id().substring(s.id().lastIndexOf("@repl-") + "@repl-".length()));
+  /** When a replica snapshot was taken, from the name in its id. */
+  private static Instant taken(SnapshotInfo s) {
+    return Replication.pointTime(s.id().substring(s.id().lastIndexOf('@') + 1)).orElse(Instant.EPOCH);
   }
 
   /** A replica's snapshot, when its dataset is a replica (it carries the volume id it is of, and no marker). */

@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Clock;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -284,13 +285,15 @@ final class LocalReplication implements Replication {
 
   /** One of a volume's replica datasets as found: its complete snapshots, oldest first. */
   private record Place(String dataset, List<String> snapshots) {
-    /** The millisecond stamp of its newest snapshot, -1 when it holds none complete. */
-    long newest() {
-      if (snapshots.isEmpty()) {
-        return -1;
-      }
-      String name = snapshots.getLast().substring(snapshots.getLast().indexOf('@') + 1);
-      return isReplicationSnapshotName(name) ? Long.parseLong(name.substring(SNAPSHOT_PREFIX.length())) : -1;
+    /** The short name of its newest complete snapshot. */
+    Optional<String> newest() {
+      return snapshots.isEmpty() ? Optional.empty()
+          : Optional.of(snapshots.getLast().substring(snapshots.getLast().indexOf('@') + 1));
+    }
+
+    /** When its newest complete snapshot was taken, from its name. */
+    Optional<Instant> taken() {
+      return newest().flatMap(Replication::pointTime);
     }
   }
 
@@ -310,7 +313,7 @@ final class LocalReplication implements Replication {
    * one only while a refresh's old copy waits to be destroyed).
    */
   private static Optional<Place> copy(List<Place> found) {
-    return found.stream().filter(p -> p.newest() >= 0).max(Comparator.comparingLong(Place::newest));
+    return found.stream().filter(p -> p.taken().isPresent()).max(Comparator.comparing(p -> p.taken().get()));
   }
 
   @Override
@@ -340,8 +343,7 @@ final class LocalReplication implements Replication {
       if (found.isEmpty()) {
         return new ReplicaState(false, Optional.empty(), Optional.empty());
       }
-      Optional<Point> newest = copy(found).map(p -> new Point(
-          p.snapshots().getLast().substring(p.snapshots().getLast().indexOf('@') + 1),
+      Optional<Point> newest = copy(found).map(p -> new Point(p.newest().orElseThrow(),
           zfs.properties(p.snapshots().getLast()).guid()));
       Optional<String> token = found.stream().map(p -> zfs.streams().resumeToken(p.dataset()))
           .flatMap(Optional::stream).map(ResumeToken::text).findFirst();
