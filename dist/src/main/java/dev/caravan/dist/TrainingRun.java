@@ -12,7 +12,12 @@ import dev.caravan.csi.v1.IdentityGrpc;
 import dev.caravan.csi.v1.ListVolumesRequest;
 import dev.caravan.csi.v1.NodeGetCapabilitiesRequest;
 import dev.caravan.csi.v1.NodeGetInfoRequest;
+import dev.caravan.csi.v1.NodeGetVolumeStatsRequest;
 import dev.caravan.csi.v1.NodeGrpc;
+import dev.caravan.csi.v1.NodePublishVolumeRequest;
+import dev.caravan.csi.v1.NodeStageVolumeRequest;
+import dev.caravan.csi.v1.NodeUnpublishVolumeRequest;
+import dev.caravan.csi.v1.NodeUnstageVolumeRequest;
 import dev.caravan.csi.v1.ProbeRequest;
 import dev.caravan.csi.v1.VolumeCapability;
 import dev.caravan.csi.v1.ProbeResponse;
@@ -33,6 +38,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
@@ -44,9 +50,11 @@ import java.util.concurrent.TimeUnit;
  * {@code --probe-only}) calls the identity, controller and node RPCs that need no root on the file
  * backend, and stops the server with SIGTERM, as Nomad does. With {@code --thread-cpu} it also prints
  * where the server's CPU time went by then, per JVM thread ({@code /proc/PID/task/TID/schedstat}), so a
- * slow start can be split into the main thread's work, the JIT compilers and the rest.
+ * slow start can be split into the main thread's work, the JIT compilers and the rest. With
+ * {@code --node-cycle DIR} it also stages, publishes, reads the stats of, unpublishes and unstages the
+ * volume under DIR (which needs root and a loop device; refused, it is left out and said so).
  *
- * <p>{@code TrainingRun [--probe-only] [--thread-cpu] SOCKET -- SERVER_COMMAND...}
+ * <p>{@code TrainingRun [--probe-only] [--thread-cpu] [--node-cycle DIR] SOCKET -- SERVER_COMMAND...}
  */
 public final class TrainingRun {
   private static final long DEADLINE_SECONDS = 60;
@@ -58,21 +66,23 @@ public final class TrainingRun {
     int dashes = all.indexOf("--");
     boolean probeOnly = all.subList(0, Math.max(dashes, 0)).contains("--probe-only");
     boolean threadCpu = all.subList(0, Math.max(dashes, 0)).contains("--thread-cpu");
-    if (dashes < 1 || dashes == all.size() - 1) {
-      System.err.println("usage: TrainingRun [--probe-only] [--thread-cpu] SOCKET -- SERVER_COMMAND...");
+    int cycleAt = all.subList(0, Math.max(dashes, 0)).indexOf("--node-cycle");
+    if (dashes < 1 || dashes == all.size() - 1 || (cycleAt >= 0 && cycleAt + 1 >= dashes - 1)) {
+      System.err.println("usage: TrainingRun [--probe-only] [--thread-cpu] [--node-cycle DIR] SOCKET -- SERVER_COMMAND...");
       System.exit(2);
     }
+    Optional<Path> nodeCycle = cycleAt < 0 ? Optional.empty() : Optional.of(Path.of(all.get(cycleAt + 1)));
     Path socket = Path.of(all.get(dashes - 1));
     List<String> command = all.subList(dashes + 1, all.size());
-    System.exit(run(socket, command, probeOnly, threadCpu));
+    System.exit(run(socket, command, probeOnly, threadCpu, nodeCycle));
   }
 
-  private static int run(Path socket, List<String> command, boolean probeOnly, boolean threadCpu)
-      throws IOException, InterruptedException {
+  private static int run(Path socket, List<String> command, boolean probeOnly, boolean threadCpu,
+      Optional<Path> nodeCycle) throws IOException, InterruptedException {
     warmClient(socket);
     long start = System.nanoTime();
     Process server = new ProcessBuilder(command).inheritIO().start();
-    int status = drive(socket, server, start, probeOnly, threadCpu);
+    int status = drive(socket, server, start, probeOnly, threadCpu, nodeCycle);
     server.destroy(); // SIGTERM, as Nomad stops a plugin: it drains, and the JVM writes its AOT cache on the way out
     if (!server.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
       server.destroyForcibly();
@@ -84,8 +94,8 @@ public final class TrainingRun {
     return status != 0 ? status : exit == 0 || exit == 143 ? 0 : exit;
   }
 
-  private static int drive(Path socket, Process server, long start, boolean probeOnly, boolean threadCpu)
-      throws InterruptedException {
+  private static int drive(Path socket, Process server, long start, boolean probeOnly, boolean threadCpu,
+      Optional<Path> nodeCycle) throws InterruptedException {
     if (!awaitSocket(socket, server, start)) {
       return 1;
     }
@@ -110,7 +120,7 @@ public final class TrainingRun {
         printThreadCpu(server.pid());
       }
       if (!probeOnly) {
-        exercise(ch);
+        exercise(ch, nodeCycle);
       }
       return 0;
     } catch (StatusRuntimeException e) {
@@ -193,7 +203,7 @@ public final class TrainingRun {
   }
 
   /** The RPCs a CO makes on a node and controller plugin's first minutes, all root-free on the file backend. */
-  private static void exercise(UnixChannel ch) {
+  private static void exercise(UnixChannel ch, Optional<Path> nodeCycle) {
     var identity = IdentityGrpc.newBlockingStub(ch.channel()).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
     var controller = ControllerGrpc.newBlockingStub(ch.channel())
         .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
@@ -218,8 +228,36 @@ public final class TrainingRun {
     } catch (StatusRuntimeException expected) {
       // INVALID_ARGUMENT, as the CSI spec names for a request without a name.
     }
+    nodeCycle.ifPresent(dir -> cycle(node, volume, cap, dir));
     controller.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(volume).build());
     System.out.println("training run: GetPluginInfo, GetPluginCapabilities, ControllerGetCapabilities, NodeGetInfo,"
         + " NodeGetCapabilities, CreateVolume, ListVolumes, DeleteVolume answered");
+  }
+
+  /** A workload's life on the node: stage, publish, stats, unpublish, unstage, under {@code dir}. */
+  private static void cycle(NodeGrpc.NodeBlockingStub node, String volume, VolumeCapability cap, Path dir) {
+    String staging = dir.resolve("staging").toString();
+    String target = dir.resolve("target").toString();
+    try {
+      node.nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(volume).setStagingTargetPath(staging)
+          .setVolumeCapability(cap).build());
+    } catch (StatusRuntimeException e) {
+      System.out.println("training run: no node cycle, NodeStageVolume answered " + e.getStatus());
+      return;
+    }
+    try {
+      node.nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(volume)
+          .setStagingTargetPath(staging).setTargetPath(target).setVolumeCapability(cap).build());
+      node.nodeGetVolumeStats(NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volume).setVolumePath(target)
+          .build());
+    } finally {
+      // Taken down also when a call above failed: the training leaves no mount and no loop device.
+      node.nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volume).setTargetPath(target)
+          .build());
+      node.nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume)
+          .setStagingTargetPath(staging).build());
+    }
+    System.out.println("training run: NodeStageVolume, NodePublishVolume, NodeGetVolumeStats, NodeUnpublishVolume,"
+        + " NodeUnstageVolume answered");
   }
 }
