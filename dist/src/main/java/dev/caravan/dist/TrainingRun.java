@@ -202,7 +202,10 @@ public final class TrainingRun {
     return true;
   }
 
-  /** The RPCs a CO makes on a node and controller plugin's first minutes, all root-free on the file backend. */
+  /**
+   * The RPCs a CO makes on a node and controller plugin's first minutes, all root-free on the file
+   * backend; with {@code nodeCycle}, also a volume's life on the node, which needs root.
+   */
   private static void exercise(UnixChannel ch, Optional<Path> nodeCycle) {
     var identity = IdentityGrpc.newBlockingStub(ch.channel()).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
     var controller = ControllerGrpc.newBlockingStub(ch.channel())
