@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.caravan.csi.testing.PluginJvm;
+import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.io.ByteArrayOutputStream;
@@ -12,7 +14,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -42,20 +46,34 @@ class ServeCommandTest {
   @Test
   void aQnapNodeWithoutOpenIscsiIsRefusedNamingTheFileAndTheFlag(@TempDir Path dir) throws Exception {
     Path file = Path.of("/etc/iscsi/initiatorname.iscsi");
-    assumeTrue(!Files.exists(file) && System.getenv("CSI_NODE_ID") == null,
-        "checks a host without open-iscsi's " + file + " (and no CSI_NODE_ID in the environment)");
-    ServeCommand serve = ServeCommand.parse("--driver=qnap", "--endpoint=unix://" + dir.resolve("csi.sock"),
-        "--http-listen=off", "--data-dir=" + dir.resolve("data")).orElseThrow();
-    PrintStream saved = System.err;
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    assumeTrue(System.getenv("CSI_NODE_ID") == null, "checks a node id taken from " + file + ", not CSI_NODE_ID");
+    List<String> serve = List.of("serve", "--driver=qnap", "--endpoint=unix://" + dir.resolve("csi.sock"),
+        "--http-listen=off", "--data-dir=" + dir.resolve("data"));
     int exit;
-    try {
-      exit = serve.call();
-    } finally {
-      System.setErr(saved);
+    String said;
+    if (!Files.exists(file)) {
+      PrintStream saved = System.err;
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+      try {
+        exit = ServeCommand.parse(serve.subList(1, serve.size()).toArray(String[]::new)).orElseThrow().call();
+      } finally {
+        System.setErr(saved);
+      }
+      said = err.toString(StandardCharsets.UTF_8);
+    } else {
+      // A host with open-iscsi (the CI's, which installs it): the plugin runs in a mount namespace of
+      // its own where an empty tmpfs hides /etc/iscsi, as on a node without the package.
+      assumeTrue(HostCapabilities.current().canMount() && HostCapabilities.current().tool("unshare").isPresent(),
+          "hides " + file + " in a private mount namespace, which needs root and unshare(1)");
+      List<String> command = new ArrayList<>(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
+          "mount -t tmpfs none /etc/iscsi && exec \"$@\"", "sh"));
+      command.addAll(PluginJvm.caravan(serve));
+      Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+      said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(said).isTrue();
+      exit = p.exitValue();
     }
-    String said = err.toString(StandardCharsets.UTF_8);
     assertThat(exit).as(said).isEqualTo(2);
     assertThat(said).contains("cannot read " + file + ": no such file (is open-iscsi installed?)", "--node-id")
         .doesNotContain("Exception");
