@@ -7,7 +7,8 @@ import java.util.Objects;
 
 /**
  * What deriving the key of a new encrypted volume costs, per mechanism: the LUKS2 key slot of a file
- * volume ({@code caravan serve --luks-iter-time}) and the {@code pbkdf2iters} of a local volume
+ * or qnap volume ({@code caravan serve --luks-iter-time} and {@code --luks-pbkdf-memory}) and the
+ * {@code pbkdf2iters} of a local volume
  * ({@code --zfs-pbkdf2-iters}). Both trade the time each stage spends unlocking the volume against
  * what each guess of a brute-force attack on its passphrase costs. They apply to volumes made (local)
  * or formatted (file, at its first stage) afterwards: an existing volume keeps what its header or
@@ -23,16 +24,30 @@ public record KeyCosts(KeySlotCost luks, Pbkdf2Iters zfs) {
   }
 
   /**
-   * The LUKS2 key slot cost {@code --luks-iter-time} names: {@code ms} of argon2id.
+   * These costs with the LUKS2 key slot taking {@code ms} of argon2id to open ({@code --luks-iter-time}).
    *
    * @throws IllegalArgumentException naming the flag and its range
    */
-  public static KeySlotCost luksIterTime(long ms) {
+  public KeyCosts withLuksIterTime(long ms) {
     if (ms < KeySlotCost.MIN_ITER_TIME_MS || ms > KeySlotCost.MAX_ITER_TIME_MS) {
       throw new IllegalArgumentException("--luks-iter-time '" + ms + "' must be a whole number of milliseconds from "
           + KeySlotCost.MIN_ITER_TIME_MS + " to " + KeySlotCost.MAX_ITER_TIME_MS);
     }
-    return KeySlotCost.iterTime(Duration.ofMillis(ms));
+    return withLuks(luks.withIterTime(Duration.ofMillis(ms)));
+  }
+
+  /**
+   * These costs with the LUKS2 key slot's argon2id using at most {@code kib} KiB of memory
+   * ({@code --luks-pbkdf-memory}).
+   *
+   * @throws IllegalArgumentException naming the flag and its range
+   */
+  public KeyCosts withLuksPbkdfMemory(long kib) {
+    if (kib < KeySlotCost.MIN_MEMORY_KIB || kib > KeySlotCost.MAX_MEMORY_KIB) {
+      throw new IllegalArgumentException("--luks-pbkdf-memory '" + kib + "' must be a number of KiB from "
+          + KeySlotCost.MIN_MEMORY_KIB + " to " + KeySlotCost.MAX_MEMORY_KIB + " (libcryptsetup's limits)");
+    }
+    return withLuks(luks.withMemoryKiB((int) kib));
   }
 
   /**

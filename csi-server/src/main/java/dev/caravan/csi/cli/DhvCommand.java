@@ -56,6 +56,10 @@ final class DhvCommand implements Runnable {
         + " key slot of a new encrypted volume takes: caravan serve's flag of the same name, its range and default.")
     Long luksIterTime;
 
+    @Option(names = "--luks-pbkdf-memory", paramLabel = "KIB", description = "file and qnap: the most memory the"
+        + " argon2id of a new LUKS2 key slot may use: caravan serve's flag of the same name, its range and default.")
+    Long luksPbkdfMemory;
+
     @Option(names = "--zfs-pbkdf2-iters", paramLabel = "COUNT", description = "local: the pbkdf2iters of new"
         + " encrypted volumes: caravan serve's flag of the same name, its range and default.")
     Long zfsPbkdf2Iters;
@@ -79,7 +83,10 @@ final class DhvCommand implements Runnable {
       try {
         KeyCosts costs = KeyCosts.DEFAULT;
         if (luksIterTime != null) {
-          costs = costs.withLuks(KeyCosts.luksIterTime(luksIterTime));
+          costs = costs.withLuksIterTime(luksIterTime);
+        }
+        if (luksPbkdfMemory != null) {
+          costs = costs.withLuksPbkdfMemory(luksPbkdfMemory);
         }
         if (zfsPbkdf2Iters != null) {
           costs = costs.withZfs(KeyCosts.zfsPbkdf2Iters(zfsPbkdf2Iters));

@@ -124,10 +124,16 @@ final class ServeCommand implements Callable<Integer> {
           (c, v) -> c.placementReserve = v),
       Flag.number("--luks-iter-time", "MS", "file and qnap: how long, in milliseconds of this node's time, opening"
           + " the LUKS2 key slot of an encrypted volume takes (cryptsetup's --iter-time: argon2id benchmarked to it,"
-          + " within 256 MiB), 1 to 60000 (default: 1000). More costs each stage that much time, and each guess"
-          + " at the passphrase more. Applies to volumes formatted afterwards (at their first stage); a volume"
+          + " within --luks-pbkdf-memory), 1 to 60000 (default: 1000). More costs each stage that much time, and each"
+          + " guess at the passphrase more. Applies to volumes formatted afterwards (at their first stage); a volume"
           + " keeps what its header records.",
           (c, v) -> c.luksIterTime = v),
+      Flag.number("--luks-pbkdf-memory", "KIB", "file and qnap: the most memory, in KiB, the argon2id of a new"
+          + " LUKS2 key slot may use (cryptsetup's --pbkdf-memory), 32 to 4194304 (default: 262144, 256 MiB)."
+          + " Each stage of the volume, on any node, needs the memory its header records while it opens it: lower it"
+          + " on small nodes; less memory makes each guess at the passphrase cheaper. Applies to volumes formatted"
+          + " afterwards, and to the key slot a passphrase rotation adds.",
+          (c, v) -> c.luksPbkdfMemory = v),
       Flag.number("--zfs-pbkdf2-iters", "COUNT", "local only: the pbkdf2iters of new encrypted volumes (zfs create"
           + " -o pbkdf2iters), PBKDF2 rounds from the passphrase to the wrapping key, " + Pbkdf2Iters.MINIMUM
           + " (OpenZFS's minimum) to " + Pbkdf2Iters.MAXIMUM + " (default: " + Pbkdf2Iters.DEFAULT.count() + ")."
@@ -172,6 +178,7 @@ final class ServeCommand implements Callable<Integer> {
   Path peerTlsCa;
   String placementReserve;
   Long luksIterTime;
+  Long luksPbkdfMemory;
   Long zfsPbkdf2Iters;
   Long iscsiGcInterval;
   Long iscsiGcGrace;
@@ -308,7 +315,8 @@ final class ServeCommand implements Callable<Integer> {
     try {
       keyCosts = new KeyCosts(luksCost(), KeyCosts.DEFAULT.zfs());
     } catch (FlagException e) {
-      return usage("--luks-iter-time", e.getMessage());
+      return usage(e.getMessage().startsWith("--luks-pbkdf-memory") ? "--luks-pbkdf-memory" : "--luks-iter-time",
+          e.getMessage());
     }
     try {
       keyCosts = new KeyCosts(keyCosts.luks(), zfsCost());
@@ -392,19 +400,24 @@ final class ServeCommand implements Callable<Integer> {
   }
 
   /**
-   * The LUKS2 key slot cost of new encrypted file volumes: {@code --luks-iter-time}, else the default.
+   * The LUKS2 key slot cost of new encrypted file and qnap volumes: {@code --luks-iter-time} and
+   * {@code --luks-pbkdf-memory}, each else its default.
    *
    * @throws FlagException naming the flag and its rule for a value out of range
    */
   KeySlotCost luksCost() {
-    if (luksIterTime == null) {
-      return KeySlotCost.DEFAULT;
-    }
+    KeyCosts costs = KeyCosts.DEFAULT;
     try {
-      return KeyCosts.luksIterTime(luksIterTime);
+      if (luksIterTime != null) {
+        costs = costs.withLuksIterTime(luksIterTime);
+      }
+      if (luksPbkdfMemory != null) {
+        costs = costs.withLuksPbkdfMemory(luksPbkdfMemory);
+      }
     } catch (IllegalArgumentException e) {
       throw new FlagException(e.getMessage());
     }
+    return costs.luks();
   }
 
   /**

@@ -137,8 +137,11 @@ public record DhvInstaller(Path java, String classPath, Path dataDir, Map<String
     command.addAll(List.of("-cp", classPath, DhvMain.class.getName(), "--driver", driver, "--mode", mode.id(),
         "--data-dir", dataDir.toString()));
     passphraseFile.ifPresent(f -> command.addAll(List.of("--passphrase-file", f.toString())));
-    if (!keyCosts.luks().equals(KeyCosts.DEFAULT.luks())) {
+    if (!keyCosts.luks().iterTime().equals(KeyCosts.DEFAULT.luks().iterTime())) {
       command.addAll(List.of("--luks-iter-time", Long.toString(keyCosts.luks().iterTime().toMillis())));
+    }
+    if (keyCosts.luks().memoryKiB() != KeyCosts.DEFAULT.luks().memoryKiB()) {
+      command.addAll(List.of("--luks-pbkdf-memory", Integer.toString(keyCosts.luks().memoryKiB())));
     }
     if (!keyCosts.zfs().equals(KeyCosts.DEFAULT.zfs())) {
       command.addAll(List.of("--zfs-pbkdf2-iters", Long.toString(keyCosts.zfs().count())));

@@ -164,7 +164,13 @@ public final class DhvMain {
           case "--passphrase-file" -> passphraseFile = Path.of(args[++i]);
           case "--luks-iter-time" -> {
             long ms = number(a, args[++i]);
-            keyCosts = keyCosts.withLuks(inRange(() -> KeyCosts.luksIterTime(ms)));
+            KeyCosts before = keyCosts;
+            keyCosts = inRange(() -> before.withLuksIterTime(ms));
+          }
+          case "--luks-pbkdf-memory" -> {
+            long kib = number(a, args[++i]);
+            KeyCosts before = keyCosts;
+            keyCosts = inRange(() -> before.withLuksPbkdfMemory(kib));
           }
           case "--zfs-pbkdf2-iters" -> {
             long n = number(a, args[++i]);

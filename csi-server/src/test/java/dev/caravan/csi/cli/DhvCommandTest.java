@@ -33,7 +33,7 @@ class DhvCommandTest {
   void keyCostsAreTakenAsServeTakesThemAndOutOfRangeOnesWriteNothing() throws IOException {
     Path plugins = work.resolve("plugins");
     String[] base = {"dhv", "install", "--plugin-dir", plugins.toString(), "--data-dir", work.resolve("data").toString()};
-    for (String bad : List.of("--luks-iter-time=0", "--zfs-pbkdf2-iters=99999")) {
+    for (String bad : List.of("--luks-iter-time=0", "--luks-pbkdf-memory=31", "--zfs-pbkdf2-iters=99999")) {
       PrintStream before = System.err;
       java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
       System.setErr(new PrintStream(printed, true, java.nio.charset.StandardCharsets.UTF_8));
@@ -48,11 +48,11 @@ class DhvCommandTest {
           .contains(bad.substring(0, bad.indexOf('=')) + " '" + bad.substring(bad.indexOf('=') + 1) + "' must be");
       assertThat(plugins).as("no plugin written for %s", bad).doesNotExist();
     }
-    assertThat(new CommandLine(new Main()).execute(concat(base, "--luks-iter-time=250", "--zfs-pbkdf2-iters=500000")))
-        .isZero();
+    assertThat(new CommandLine(new Main()).execute(concat(base, "--luks-iter-time=250", "--luks-pbkdf-memory=65536",
+        "--zfs-pbkdf2-iters=500000"))).isZero();
     for (String id : new String[] {"caravan-file", "caravan-file-deferred"}) {
       assertThat(Files.readString(plugins.resolve(id))).contains("'--luks-iter-time' '250'")
-          .contains("'--zfs-pbkdf2-iters' '500000'");
+          .contains("'--luks-pbkdf-memory' '65536'").contains("'--zfs-pbkdf2-iters' '500000'");
     }
   }
 

@@ -106,11 +106,16 @@ class ServeCommandTest {
     ServeCommand set = ServeCommand.parse("--luks-iter-time=1", "--zfs-pbkdf2-iters", "100000").orElseThrow();
     assertThat(set.luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(1)));
     assertThat(set.zfsCost()).isEqualTo(new Pbkdf2Iters(100_000));
+    ServeCommand small = ServeCommand.parse("--luks-pbkdf-memory=65536").orElseThrow();
+    assertThat(small.luksCost()).as("the memory ceiling alone keeps the default time and threads")
+        .isEqualTo(new KeySlotCost(Duration.ofSeconds(1), 65536, 4));
+    ServeCommand both = ServeCommand.parse("--luks-pbkdf-memory=32", "--luks-iter-time=2").orElseThrow();
+    assertThat(both.luksCost()).isEqualTo(new KeySlotCost(Duration.ofMillis(2), 32, 4));
 
     String[] common = {"--endpoint=unix://" + dir.resolve("csi.sock"), "--http-listen=off",
         "--data-dir=" + dir.resolve("data")};
-    for (String bad : List.of("--luks-iter-time=0", "--luks-iter-time=60001", "--zfs-pbkdf2-iters=99999",
-        "--zfs-pbkdf2-iters=2147483648")) {
+    for (String bad : List.of("--luks-iter-time=0", "--luks-iter-time=60001", "--luks-pbkdf-memory=31",
+        "--luks-pbkdf-memory=4194305", "--zfs-pbkdf2-iters=99999", "--zfs-pbkdf2-iters=2147483648")) {
       ServeCommand serve = ServeCommand.parse(concat(common, bad)).orElseThrow();
       String flag = bad.substring(0, bad.indexOf('='));
       assertThatThrownBy(() -> {
@@ -121,17 +126,36 @@ class ServeCommandTest {
           .hasMessageStartingWith(flag + " '" + bad.substring(bad.indexOf('=') + 1) + "' must be");
       assertThat(serve.call()).as(bad).isEqualTo(2);
     }
+    assertThat(refusal(concat(common, "--luks-iter-time=5", "--luks-pbkdf-memory=16")))
+        .as("the refusal names the flag that is out of range, not its neighbour")
+        .startsWith("caravan: --luks-pbkdf-memory '16' must be a number of KiB from 32 to 4194304");
     assertThatThrownBy(() -> ServeCommand.parse(concat(common, "--luks-iter-time=fast")))
         .isInstanceOf(FlagException.class)
         .hasMessage("--luks-iter-time: 'fast' is not a whole number");
     assertThat(dir.resolve("csi.sock")).doesNotExist();
     assertThat(usage().replaceAll("\\s+", " "))
         .contains("--luks-iter-time=MS", "--iter-time", "1 to 60000 (default: 1000)")
+        .contains("--luks-pbkdf-memory=KIB", "--pbkdf-memory", "32 to 4194304 (default: 262144, 256 MiB)")
         .contains("--zfs-pbkdf2-iters=COUNT", "100000 (OpenZFS's minimum)", "(default: 350000)");
   }
 
   private static String usage() {
     return ServeCommand.FLAGS.usage();
+  }
+
+  /** What {@code serve} with {@code args} prints on standard error as it exits with status 2. */
+  private static String refusal(String... args) throws Exception {
+    PrintStream saved = System.err;
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    int exit;
+    try {
+      exit = ServeCommand.parse(args).orElseThrow().call();
+    } finally {
+      System.setErr(saved);
+    }
+    assertThat(exit).as(err.toString(StandardCharsets.UTF_8)).isEqualTo(2);
+    return err.toString(StandardCharsets.UTF_8);
   }
 
   private static String[] concat(String[] a, String... b) {

@@ -171,9 +171,9 @@ class ServeConfigTest {
 
   @Test
   void theKeyCostsComeFromTheFileAndAValueOutOfRangeNamesItsLineTheFlagAndTheRule() throws Exception {
-    Run ok = apply("costs.hcl", "luks_iter_time = 5\nzfs_pbkdf2_iters = 200000\n");
+    Run ok = apply("costs.hcl", "luks_iter_time = 5\nluks_pbkdf_memory = 65536\nzfs_pbkdf2_iters = 200000\n");
     assertThat(ok.exit()).isZero();
-    assertThat(ok.serve().luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(5)));
+    assertThat(ok.serve().luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(5)).withMemoryKiB(65536));
     assertThat(ok.serve().zfsCost()).isEqualTo(new Pbkdf2Iters(200_000));
 
     Path file = dir.resolve("low.hcl");
@@ -184,6 +184,16 @@ class ServeConfigTest {
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).contains(file + ":4: zfs_pbkdf2_iters: --zfs-pbkdf2-iters '99999' must be from 100000"
         + " (OpenZFS's minimum) to 2147483647");
+    assertThat(dir.resolve("csi.sock")).doesNotExist();
+
+    Path small = dir.resolve("small.hcl");
+    Files.writeString(small, "driver = \"file\"\nhttp_listen = \"off\"\nluks_iter_time = 5\nluks_pbkdf_memory = 16\n");
+    ServeCommand tooSmall = ServeCommand.parse("--config", small.toString(),
+        "--endpoint=unix://" + dir.resolve("csi.sock")).orElseThrow();
+    Run s = captured(tooSmall, tooSmall);
+    assertThat(s.exit()).isEqualTo(2);
+    assertThat(s.err()).contains(small + ":4: luks_pbkdf_memory: --luks-pbkdf-memory '16' must be a number of KiB"
+        + " from 32 to 4194304");
     assertThat(dir.resolve("csi.sock")).doesNotExist();
   }
 

@@ -138,15 +138,17 @@ class DhvPluginOnFileTest {
   void keyCostsGoIntoTheExecutablesAndOutOfRangeOnesAreRefusedNamingTheFlag() throws IOException {
     Path costly = work.resolve("costly");
     new DhvInstaller(Path.of(System.getProperty("java.home"), "bin", "java"), TestClassPath.of(), dataDir, Map.of(),
-        Optional.empty(), KeyCosts.DEFAULT.withLuks(KeyCosts.luksIterTime(5)).withZfs(KeyCosts.zfsPbkdf2Iters(200000)))
+        Optional.empty(), KeyCosts.DEFAULT.withLuksIterTime(5).withLuksPbkdfMemory(65536)
+            .withZfs(KeyCosts.zfsPbkdf2Iters(200000)))
         .install(costly, "file");
-    assertThat(Files.readString(costly.resolve("caravan-file")))
-        .contains("'--luks-iter-time' '5'").contains("'--zfs-pbkdf2-iters' '200000'");
+    assertThat(Files.readString(costly.resolve("caravan-file"))).contains("'--luks-iter-time' '5'")
+        .contains("'--luks-pbkdf-memory' '65536'").contains("'--zfs-pbkdf2-iters' '200000'");
     assertThat(Files.readString(pluginDir.resolve("caravan-file"))).as("the default costs are not written out")
-        .doesNotContain("--luks-iter-time").doesNotContain("--zfs-pbkdf2-iters");
+        .doesNotContain("--luks-iter-time").doesNotContain("--luks-pbkdf-memory").doesNotContain("--zfs-pbkdf2-iters");
 
     Map<String, String> env = DhvEnv.create(nodeA, volume("costed", 16 * MIB));
     for (List<String> flag : List.of(List.of("--luks-iter-time", "0"), List.of("--luks-iter-time", "fast"),
+        List.of("--luks-pbkdf-memory", "31"), List.of("--luks-pbkdf-memory", "4194305"),
         List.of("--zfs-pbkdf2-iters", "99999"))) {
       InProcess refused = inProcess("immediate", env, flag);
       assertThat(refused.status()).as(refused.toString()).isEqualTo(DhvException.INVALID);
@@ -677,7 +679,8 @@ class DhvPluginOnFileTest {
    * the least key slot work allowed, as every test suite (TestBackend's key costs).
    */
   private InProcess inProcess(String mode, Map<String, String> env, Path keyFile) {
-    return inProcess(mode, env, List.of("--passphrase-file", keyFile.toString(), "--luks-iter-time", "1"));
+    return inProcess(mode, env, List.of("--passphrase-file", keyFile.toString(), "--luks-iter-time", "1",
+        "--luks-pbkdf-memory", "32"));
   }
 
   /** One operation through {@link DhvMain#run}, with the executable's arguments and {@code more}. */

@@ -56,8 +56,9 @@ public final class ForkedPlugin implements AutoCloseable {
         "--driver=" + s.driver(), "--endpoint", "unix://" + s.socket(), "--node-id", s.nodeId(),
         "--data-dir", s.dataDir().toString(), "--journal-dir", s.journalDir().toString(), "--plugin-name", s.pluginName(), "--http-listen", httpListen,
         "--config", config.toString(),
-        // Only the iteration time is a flag: the memory ceiling and threads are the defaults.
+        // The threads are not a flag: they stay the default.
         "--luks-iter-time=" + s.keyCosts().luks().iterTime().toMillis(),
+        "--luks-pbkdf-memory=" + s.keyCosts().luks().memoryKiB(),
         "--zfs-pbkdf2-iters=" + s.keyCosts().zfs().count()));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
     builder.environment().putAll(env);

@@ -17,7 +17,6 @@ import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -50,13 +49,15 @@ public abstract class TestBackend {
 
   /**
    * The key costs every test plugin runs with: the least each mechanism accepts through serve's flags
-   * ({@code --luks-iter-time=1}, {@code --zfs-pbkdf2-iters=100000}). What the tests check does not
-   * depend on it, and under emulation the defaults cost seconds per format, create and stage;
-   * host-storage's {@code Luks2Test} and {@code ZfsEncryptionGuestTest} check the defaults.
+   * ({@code --luks-iter-time=1}, {@code --luks-pbkdf-memory=32}, {@code --zfs-pbkdf2-iters=100000}).
+   * What the tests check does not depend on it, and under emulation the defaults cost seconds per
+   * format, create and stage; host-storage's {@code Luks2Test} and {@code ZfsEncryptionGuestTest}
+   * check the defaults.
    */
-  public static final KeyCosts KEY_COSTS =
-      new KeyCosts(KeySlotCost.iterTime(Duration.ofMillis(KeySlotCost.MIN_ITER_TIME_MS)),
-          new Pbkdf2Iters(Pbkdf2Iters.MINIMUM));
+  public static final KeyCosts KEY_COSTS = KeyCosts.DEFAULT
+      .withLuksIterTime(KeySlotCost.MIN_ITER_TIME_MS)
+      .withLuksPbkdfMemory(KeySlotCost.MIN_MEMORY_KIB)
+      .withZfs(new Pbkdf2Iters(Pbkdf2Iters.MINIMUM));
 
   /** The passphrase of the encrypted test backends' volumes. */
   public static final String ENCRYPTION_PASSPHRASE = "kill-matrix-passphrase-Zq9";

@@ -25,8 +25,12 @@ public record KeySlotCost(Duration iterTime, int memoryKiB, int parallelThreads)
    */
   public static final long MAX_ITER_TIME_MS = 60_000;
 
-  static final int MIN_MEMORY_KIB = 32;
-  static final int MAX_MEMORY_KIB = 4 * 1024 * 1024;
+  /** libcryptsetup's least argon2id memory: 32 KiB. */
+  public static final int MIN_MEMORY_KIB = 32;
+
+  /** libcryptsetup's most argon2id memory: 4 GiB. */
+  public static final int MAX_MEMORY_KIB = 4 * 1024 * 1024;
+
   static final int MAX_PARALLEL_THREADS = 4;
 
   /**
@@ -56,6 +60,20 @@ public record KeySlotCost(Duration iterTime, int memoryKiB, int parallelThreads)
 
   /** The default memory ceiling and threads, and {@code iterTime} ({@code cryptsetup --iter-time}). */
   public static KeySlotCost iterTime(Duration iterTime) {
-    return new KeySlotCost(iterTime, DEFAULT.memoryKiB, DEFAULT.parallelThreads);
+    return DEFAULT.withIterTime(iterTime);
+  }
+
+  /** This cost with {@code iterTime} instead ({@code cryptsetup --iter-time}). */
+  public KeySlotCost withIterTime(Duration iterTime) {
+    return new KeySlotCost(iterTime, memoryKiB, parallelThreads);
+  }
+
+  /**
+   * This cost with at most {@code memoryKiB} of memory instead ({@code cryptsetup --pbkdf-memory}).
+   * Every opening of a slot needs the memory its header records, so a small node that opens volumes
+   * side by side needs a lower ceiling; argon2id over less memory is cheaper to attack in parallel.
+   */
+  public KeySlotCost withMemoryKiB(int memoryKiB) {
+    return new KeySlotCost(iterTime, memoryKiB, parallelThreads);
   }
 }

@@ -30,6 +30,16 @@ class KeySlotCostTest {
   }
 
   @Test
+  void eachPartChangesAloneAndTheOthersAreKept() {
+    KeySlotCost small = KeySlotCost.DEFAULT.withMemoryKiB(KeySlotCost.MIN_MEMORY_KIB);
+    assertThat(small).isEqualTo(new KeySlotCost(Duration.ofSeconds(1), 32, 4));
+    assertThat(small.withIterTime(Duration.ofMillis(3))).isEqualTo(new KeySlotCost(Duration.ofMillis(3), 32, 4));
+    assertThatThrownBy(() -> KeySlotCost.DEFAULT.withMemoryKiB(KeySlotCost.MAX_MEMORY_KIB + 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("from 32 to 4194304 KiB");
+  }
+
+  @Test
   void memoryAndThreadsOutsideLibcryptsetupsLimitsAreRefused() {
     assertThatThrownBy(() -> new KeySlotCost(Duration.ofSeconds(1), 31, 4))
         .isInstanceOf(IllegalArgumentException.class)

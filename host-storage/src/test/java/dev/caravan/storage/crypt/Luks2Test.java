@@ -138,6 +138,29 @@ class Luks2Test {
     }
   }
 
+  @Test
+  void aMemoryCeilingBoundsTheSlotsArgon2idAndTheTimeIsBoughtWithPasses() throws IOException {
+    HostRequirements.assumeRootWithLoopDevices();
+    LoopDevice roomy = LoopDevices.attach(scratch.image("roomy.img", SIZE), false);
+    LoopDevice small = LoopDevices.attach(scratch.image("small.img", SIZE), false);
+    // A tenth of a second: enough work that the default ceiling's benchmark settles well above 1 MiB.
+    KeySlotCost tenth = KeySlotCost.iterTime(Duration.ofMillis(100));
+    try {
+      Luks2.formatIfEmpty(roomy.device(), PASSPHRASE, tenth);
+      Luks2.formatIfEmpty(small.device(), PASSPHRASE, tenth.withMemoryKiB(1024));
+      SlotKdf unbounded = SlotKdf.ofOnlySlot(roomy.device());
+      SlotKdf bounded = SlotKdf.ofOnlySlot(small.device());
+      assertThat(unbounded.memoryKiB()).as("the default ceiling's slot").isGreaterThan(1024);
+      assertThat(bounded.type()).isEqualTo("argon2id");
+      assertThat(bounded.memoryKiB()).as("the slot made within 1 MiB").isBetween(32L, 1024L);
+      assertThat(bounded.time()).as("passes over the smaller memory").isGreaterThanOrEqualTo(unbounded.time());
+      assertThat(Cryptsetups.verify(small.device().toString(), PASSPHRASE)).isGreaterThanOrEqualTo(0);
+    } finally {
+      LoopDevices.detach(roomy);
+      LoopDevices.detach(small);
+    }
+  }
+
   /** The argon2id parameters key slot 0 records in a LUKS2 header's JSON metadata. */
   record SlotKdf(String type, long time, long memoryKiB, long cpus) {
     private static final Pattern KDF = Pattern.compile("\"kdf\"\\s*:\\s*\\{([^}]*)\\}");

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 class FileBackendKeyCostTest {
   @Test
   void theNodeFormatsWithTheConfiguredKeySlotCostAndTheDefaultWithoutOne(@TempDir Path dir) {
-    KeySlotCost cost = KeySlotCost.iterTime(Duration.ofMillis(7));
+    KeySlotCost cost = KeySlotCost.iterTime(Duration.ofMillis(7)).withMemoryKiB(1024);
     FileBackend configured = FileBackend.open(new BackendConfig("n1", dir, Map.of(), NodeUsage.none(),
         new KeyCosts(cost, Pbkdf2Iters.DEFAULT)));
     assertThat(((FileNode) configured.node()).keySlotCost()).isEqualTo(cost);
