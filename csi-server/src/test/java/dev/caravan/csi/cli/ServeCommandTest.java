@@ -8,8 +8,6 @@ import dev.caravan.csi.testing.PluginJvm;
 import dev.caravan.storage.HostCapabilities;
 import dev.caravan.storage.crypt.KeySlotCost;
 import dev.caravan.storage.zfs.Pbkdf2Iters;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -52,15 +50,9 @@ class ServeCommandTest {
     int exit;
     String said;
     if (!Files.exists(file)) {
-      PrintStream saved = System.err;
-      ByteArrayOutputStream err = new ByteArrayOutputStream();
-      System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-      try {
-        exit = ServeCommand.parse(serve.subList(1, serve.size()).toArray(String[]::new)).orElseThrow().call();
-      } finally {
-        System.setErr(saved);
-      }
-      said = err.toString(StandardCharsets.UTF_8);
+      ServeRun ran = ServeRun.call(serve.subList(1, serve.size()).toArray(String[]::new));
+      exit = ran.exit();
+      said = ran.err();
     } else {
       // A host with open-iscsi (the CI's, which installs it): the plugin runs in a mount namespace of
       // its own where an empty tmpfs hides /etc/iscsi, as on a node without the package.
@@ -145,17 +137,9 @@ class ServeCommandTest {
 
   /** What {@code serve} with {@code args} prints on standard error as it exits with status 2. */
   private static String refusal(String... args) throws Exception {
-    PrintStream saved = System.err;
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    int exit;
-    try {
-      exit = ServeCommand.parse(args).orElseThrow().call();
-    } finally {
-      System.setErr(saved);
-    }
-    assertThat(exit).as(err.toString(StandardCharsets.UTF_8)).isEqualTo(2);
-    return err.toString(StandardCharsets.UTF_8);
+    ServeRun ran = ServeRun.call(args);
+    assertThat(ran.exit()).as(ran.err()).isEqualTo(2);
+    return ran.err();
   }
 
   private static String[] concat(String[] a, String... b) {

@@ -5,9 +5,6 @@ import dev.caravan.storage.zfs.Pbkdf2Iters;
 import java.time.Duration;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -15,7 +12,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.Callable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,28 +19,14 @@ import org.junit.jupiter.api.io.TempDir;
 class ServeConfigTest {
   @TempDir Path dir;
 
-  private record Run(ServeCommand serve, int exit, String err) {}
-
   /** Parses {@code args}, writes {@code text} to {@code name} and applies it as --config. */
-  private Run apply(String name, String text, String... args) throws Exception {
+  private ServeRun apply(String name, String text, String... args) throws Exception {
     Path file = dir.resolve(name);
     Files.writeString(file, text);
     List<String> all = new ArrayList<>(List.of(args));
     all.addAll(List.of("--config", file.toString()));
     ServeCommand serve = ServeCommand.parse(all.toArray(String[]::new)).orElseThrow();
-    return captured(serve, serve::applyConfig);
-  }
-
-  private static Run captured(ServeCommand serve, Callable<Integer> body) throws Exception {
-    PrintStream saved = System.err;
-    ByteArrayOutputStream err = new ByteArrayOutputStream();
-    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-    try {
-      int exit = body.call();
-      return new Run(serve, exit, err.toString(StandardCharsets.UTF_8));
-    } finally {
-      System.setErr(saved);
-    }
+    return ServeRun.of(serve, serve::applyConfig);
   }
 
   /** A value of each flag's kind, as HCL source. */
@@ -70,11 +52,11 @@ class ServeConfigTest {
       samples.put(e.getKey(), v);
       text.append(e.getKey()).append(" = ").append(v).append('\n');
     }
-    Run all = apply("all.hcl", text.toString());
+    ServeRun all = apply("all.hcl", text.toString());
     assertThat(all.exit()).as(all.err()).isZero();
     for (Map.Entry<String, Flag<ServeCommand>> e : keys.entrySet()) {
       Flag<ServeCommand> flag = e.getValue();
-      Run one = apply(e.getKey() + ".hcl", e.getKey() + " = " + samples.get(e.getKey()) + "\n");
+      ServeRun one = apply(e.getKey() + ".hcl", e.getKey() + " = " + samples.get(e.getKey()) + "\n");
       assertThat(one.exit()).as(one.err()).isZero();
       // The same value the flag itself gives, and not the default.
       List<String> flagArgs = new ArrayList<>();
@@ -93,7 +75,7 @@ class ServeConfigTest {
 
   @Test
   void flagsWinOverTheFileAndTheBackendBlockBecomesItsOptions() throws Exception {
-    Run r = apply("caravan.hcl", """
+    ServeRun r = apply("caravan.hcl", """
         driver      = "qnap"
         node_id     = "iqn.2005-10.org.example:from-file"
         max_volumes = 8
@@ -131,13 +113,13 @@ class ServeConfigTest {
 
   @Test
   void jsonAndTheOldPropertiesFormatReadTheSame() throws Exception {
-    Run json = apply("caravan.json", """
+    ServeRun json = apply("caravan.json", """
         {"driver": "local", "max_volumes": 3, "allowed_root": ["/a"], "local": {"pools": ["tank", "pool2"]}}
         """);
     assertThat(json.exit()).as(json.err()).isZero();
-    Run props = apply("caravan.properties", "driver=local\nmax-volumes=3\nallowed-roots=/a\nlocal.pools=tank,pool2\n");
+    ServeRun props = apply("caravan.properties", "driver=local\nmax-volumes=3\nallowed-roots=/a\nlocal.pools=tank,pool2\n");
     assertThat(props.exit()).as(props.err()).isZero();
-    for (Run r : List.of(json, props)) {
+    for (ServeRun r : List.of(json, props)) {
       assertThat(r.serve().driver).isEqualTo("local");
       assertThat(r.serve().maxVolumes).isEqualTo(3L);
       assertThat(r.serve().allowedRoots).containsExactly(Path.of("/a"));
@@ -162,7 +144,7 @@ class ServeConfigTest {
         new Case("metrics = \"maybe\"\n", 1, "metrics: --metrics: 'maybe' is not true or false"),
         new Case("driver = \"file\"\nqnap {}\nqnap {}\n", 3, "a second qnap block (the first is on line 2)"));
     for (Case c : cases) {
-      Run r = apply("bad.hcl", c.text());
+      ServeRun r = apply("bad.hcl", c.text());
       assertThat(r.exit()).as(c.text()).isEqualTo(2);
       assertThat(r.err()).as(c.text()).startsWith("caravan: " + dir.resolve("bad.hcl") + ":" + c.line() + ": ")
           .contains(c.rule()).doesNotContain("\tat ").doesNotContain("Exception");
@@ -171,7 +153,7 @@ class ServeConfigTest {
 
   @Test
   void theKeyCostsComeFromTheFileAndAValueOutOfRangeNamesItsLineTheFlagAndTheRule() throws Exception {
-    Run ok = apply("costs.hcl", "luks_iter_time = 5\nluks_pbkdf_memory = 65536\nzfs_pbkdf2_iters = 200000\n");
+    ServeRun ok = apply("costs.hcl", "luks_iter_time = 5\nluks_pbkdf_memory = 65536\nzfs_pbkdf2_iters = 200000\n");
     assertThat(ok.exit()).isZero();
     assertThat(ok.serve().luksCost()).isEqualTo(KeySlotCost.iterTime(Duration.ofMillis(5)).withMemoryKiB(65536));
     assertThat(ok.serve().zfsCost()).isEqualTo(new Pbkdf2Iters(200_000));
@@ -180,7 +162,7 @@ class ServeConfigTest {
     Files.writeString(file, "driver = \"local\"\nhttp_listen = \"off\"\n\nzfs_pbkdf2_iters = 99999\n");
     ServeCommand serve = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"))
         .orElseThrow();
-    Run r = captured(serve, serve);
+    ServeRun r = ServeRun.of(serve, serve);
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).contains(file + ":4: zfs_pbkdf2_iters: --zfs-pbkdf2-iters '99999' must be from 100000"
         + " (OpenZFS's minimum) to 2147483647");
@@ -190,7 +172,7 @@ class ServeConfigTest {
     Files.writeString(small, "driver = \"file\"\nhttp_listen = \"off\"\nluks_iter_time = 5\nluks_pbkdf_memory = 16\n");
     ServeCommand tooSmall = ServeCommand.parse("--config", small.toString(),
         "--endpoint=unix://" + dir.resolve("csi.sock")).orElseThrow();
-    Run s = captured(tooSmall, tooSmall);
+    ServeRun s = ServeRun.of(tooSmall, tooSmall);
     assertThat(s.exit()).isEqualTo(2);
     assertThat(s.err()).contains(small + ":4: luks_pbkdf_memory: --luks-pbkdf-memory '16' must be a number of KiB"
         + " from 32 to 4194304");
@@ -203,7 +185,7 @@ class ServeConfigTest {
     Files.writeString(file, "driver = \"file\"\n\niscsi_gc = \"maybe\"\nhttp_listen = \"off\"\n");
     ServeCommand serve = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"))
         .orElseThrow();
-    Run r = captured(serve, serve);
+    ServeRun r = ServeRun.of(serve, serve);
     assertThat(r.exit()).isEqualTo(2);
     assertThat(r.err()).contains(file + ":3: iscsi_gc: --iscsi-gc 'maybe' must be on or off");
     assertThat(dir.resolve("csi.sock")).doesNotExist();
@@ -220,7 +202,7 @@ class ServeConfigTest {
     // The node id given: without it, a host without open-iscsi is refused before the qnap block is read.
     ServeCommand qnap = ServeCommand.parse("--config", file.toString(), "--endpoint=unix://" + dir.resolve("csi.sock"),
         "--data-dir", dir.resolve("data").toString(), "--node-id=iqn.2026-01.dev.caravan:config").orElseThrow();
-    Run q = captured(qnap, qnap);
+    ServeRun q = ServeRun.of(qnap, qnap);
     assertThat(q.exit()).as(q.err()).isEqualTo(1);
     assertThat(q.err()).contains(file + ":6: cannot start: ").contains("qnap.transport 'smoke-signals' must be");
   }
