@@ -11,13 +11,11 @@ import java.util.Arrays;
  * and as the salt the 8 bytes of the {@code pbkdf2salt} property's 64-bit value in the host's byte
  * order (the tools pass the address of that integer).
  *
- * <p>SHA-1 is computed here, not through {@code MessageDigest}, for two reasons. Every state derived
- * from the passphrase lives in arrays of ours, zeroed before this returns; a {@code MessageDigest}
- * keeps the key's padded blocks in buffers of its own that nobody clears. And each of PBKDF2's
- * iterations is two compressions of one block whose padding never changes, done on five words with no
- * clone, copy or byte conversion: cheaper than the JDK's digest until the JIT's C2 compiles that
- * digest to the CPU's SHA instructions (a plugin derives a key once per stage of an encrypted volume,
- * mostly before then), and dearer after.
+ * <p>SHA-1 is computed here, not through {@code MessageDigest}, so that every state derived from the
+ * passphrase lives in arrays of ours, zeroed before this returns: a {@code MessageDigest} keeps the
+ * key's padded blocks in buffers of its own that nobody clears. The inner and outer states are
+ * computed once, and each of PBKDF2's iterations is then two compressions of one block whose padding
+ * never changes, on five words, with no clone, copy or byte conversion.
  */
 final class WrappingKeys {
   /** {@code WRAPPING_KEY_LEN}: an AES-256 key. */
@@ -175,7 +173,6 @@ final class WrappingKeys {
     int c = h[2];
     int d = h[3];
     int e = h[4];
-    // Four loops rather than one with a branch per round: the rounds differ only in f and the constant.
     for (int i = 0; i < 20; i++) {
       int next = Integer.rotateLeft(a, 5) + ((b & c) | (~b & d)) + e + 0x5a827999 + w[i];
       e = d;
