@@ -50,9 +50,9 @@ final class Gate {
 
   /**
    * The ratios this run's rows allow (a phase not run gives none of its ratios), the server's start
-   * over its reference's ({@link Starts}) and each server's memory after the run's calls over its memory idle. Memory is a
-   * ratio to itself so that the machine's page size, JDK build and libc drop out; what is left is what
-   * the calls made the process keep.
+   * over its reference's ({@link Starts}) and each server's memory after the run's calls over its
+   * memory idle. Memory is a ratio to itself so that the machine's page size, JDK build and libc drop
+   * out; what is left is what the calls made the process keep.
    */
   static List<Ratio> ratios(List<Result> results, List<Footprint> footprints, Starts starts) {
     List<Ratio> out = ratios(results);
@@ -83,7 +83,8 @@ final class Gate {
         over(results, r, NodeLatencyHarness.PROBE, NodeLatencyHarness.STATS, "stats / Probe", at, out);
         over(results, r, NodeLatencyHarness.BIND_PROCESS, NodeLatencyHarness.PROBE, "Probe / mount --bind", at, out);
       }
-    }    return out;
+    }
+    return out;
   }
 
   /** The ratios a result file (or a baseline) holds, in its order. */
