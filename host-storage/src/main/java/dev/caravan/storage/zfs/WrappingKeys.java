@@ -173,32 +173,23 @@ final class WrappingKeys {
     int c = h[2];
     int d = h[3];
     int e = h[4];
-    for (int i = 0; i < 20; i++) {
-      int next = Integer.rotateLeft(a, 5) + ((b & c) | (~b & d)) + e + 0x5a827999 + w[i];
-      e = d;
-      d = c;
-      c = Integer.rotateLeft(b, 30);
-      b = a;
-      a = next;
-    }
-    for (int i = 20; i < 40; i++) {
-      int next = Integer.rotateLeft(a, 5) + (b ^ c ^ d) + e + 0x6ed9eba1 + w[i];
-      e = d;
-      d = c;
-      c = Integer.rotateLeft(b, 30);
-      b = a;
-      a = next;
-    }
-    for (int i = 40; i < 60; i++) {
-      int next = Integer.rotateLeft(a, 5) + ((b & c) | (b & d) | (c & d)) + e + 0x8f1bbcdc + w[i];
-      e = d;
-      d = c;
-      c = Integer.rotateLeft(b, 30);
-      b = a;
-      a = next;
-    }
-    for (int i = 60; i < 80; i++) {
-      int next = Integer.rotateLeft(a, 5) + (b ^ c ^ d) + e + 0xca62c1d6 + w[i];
+    for (int i = 0; i < 80; i++) {
+      int f;
+      int k;
+      if (i < 20) {
+        f = (b & c) | (~b & d);
+        k = 0x5a827999;
+      } else if (i < 40) {
+        f = b ^ c ^ d;
+        k = 0x6ed9eba1;
+      } else if (i < 60) {
+        f = (b & c) | (b & d) | (c & d);
+        k = 0x8f1bbcdc;
+      } else {
+        f = b ^ c ^ d;
+        k = 0xca62c1d6;
+      }
+      int next = Integer.rotateLeft(a, 5) + f + e + k + w[i];
       e = d;
       d = c;
       c = Integer.rotateLeft(b, 30);
