@@ -175,9 +175,7 @@ final class WrappingKeys {
     int e = h[4];
     // One loop per phase, not one loop choosing each round's function: PBKDF2 runs this 200 000 times
     // a derivation, and C1, which compiles it first (and alone in the test guest's JVMs), neither
-    // unswitches nor unrolls, so the choice would cost up to three branches a round. Measured: a
-    // median 620 ms a derivation this way against 800 with one loop in the guest, 70 against 76 ms
-    // under C2 on a host.
+    // unswitches nor unrolls, so the choice would cost up to three branches in every round.
     for (int i = 0; i < 20; i++) {
       int next = Integer.rotateLeft(a, 5) + ((b & c) | (~b & d)) + e + 0x5a827999 + w[i];
       e = d;
