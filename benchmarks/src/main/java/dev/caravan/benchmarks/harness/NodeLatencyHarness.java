@@ -120,8 +120,8 @@ public final class NodeLatencyHarness {
     int runs = 1;
     for (int more = o.integer("confirm"); !over.isEmpty() && runs <= more; runs++) {
       System.out.println();
-      System.out.println("performance gate: " + over.size() + " ratio(s) over the limit in " + (runs == 1 ? "this run"
-          : "all " + runs + " runs") + "; measuring once more");
+      System.out.println("performance gate: " + over.size() + " ratio(s) over the limit in " + inRuns(runs)
+          + "; measuring once more");
       Run again = measure(o, " (run " + (runs + 1) + ")");
       String json = o.get("json");
       again.write(json.isEmpty() ? "" : json.replaceFirst("(\\.json)?$", "-run" + (runs + 1) + ".json"));
@@ -130,11 +130,16 @@ public final class NodeLatencyHarness {
     System.out.println();
     System.out.println(over.isEmpty()
         ? "performance gate: passed" + (runs == 1 ? "" : " (no ratio was over its limit in all " + runs + " runs)")
-        : "performance gate: FAILED: over the limit in " + (runs == 1 ? "this run" : "all " + runs + " runs") + ": "
+        : "performance gate: FAILED: over the limit in " + inRuns(runs) + ": "
             + String.join(", ", over) + " (to accept a change on purpose, refresh the baseline as benchmarks/README.md says)");
     if (!over.isEmpty()) {
       System.exit(1);
     }
+  }
+
+  /** "this run", or "all N runs": where the gate's messages say a ratio was over its limit. */
+  private static String inRuns(int runs) {
+    return runs == 1 ? "this run" : "all " + runs + " runs";
   }
 
   /** One measurement of everything: the starts, then a server per mount table with its calls. */
