@@ -29,7 +29,8 @@ job "caravan-qnap-controller" {
         jar_path = "local/caravan-0.1.0-SNAPSHOT/lib/caravan.jar"
         # Native access for the bindings (FFM); the rest as bin/caravan runs it.
         jvm_options = ["--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow",
-                       "-XX:+UseSerialGC", "-XX:MaxRAM=256m", "-XX:TrimNativeHeapInterval=5000"]
+                       "-XX:+UseSerialGC", "-XX:MaxRAM=256m", "-Xmx48m",
+                       "-XX:TrimNativeHeapInterval=5000"]
         # The java driver runs tasks as nobody in a chroot: the config and the credentials come from
         # templates into the task's own directories, not from root-only files in /etc/caravan.
         args = ["serve", "--driver=qnap", "--config=/local/qnap.hcl",
