@@ -12,25 +12,36 @@ import io.grpc.netty.shaded.io.netty.util.concurrent.Future;
 import java.nio.channels.ClosedChannelException;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLPeerUnverifiedException;
 
 /**
  * The connections the peer endpoint accepted, watched from the first byte: a handshake that fails
  * is a refusal, logged here with the client's address (which the TLS stack does not know), and a
  * change of the credential files closes every connection made under the previous ones. A connection
- * whose client no longer passes the new files is cut at once; the others are closed gracefully (in
- * flight calls finish, the client reconnects and both sides present what the files hold now).
+ * whose client no longer passes the new files is cut {@link #CUT_AFTER} later, without a goodbye; the
+ * others are closed gracefully (in flight calls finish, the client reconnects and both sides present
+ * what the files hold now).
  */
 // The Netty futures this class gets back (addListener's, close's) only signal completion: the
 // listeners it adds are what handles it, and a close that fails leaves nothing to undo.
 @SuppressWarnings("FutureReturnValueIgnored")
 final class PeerConnections {
   private static final System.Logger LOG = System.getLogger(PeerConnections.class.getName());
+
+  /**
+   * How long a connection whose client the new files refuse stays open: the call that noticed the
+   * change is refused on it just after (PeerServer's per-call check), and a cut made at once would
+   * drop that answer, leaving its caller with "network closed" instead of the reason. Meanwhile every
+   * call on the connection is refused by that same check, so the delay serves no call.
+   */
+  static final Duration CUT_AFTER = Duration.ofMillis(500);
 
   private final PeerTrustManager clients;
   private final RefusalLog refusals;
@@ -128,13 +139,19 @@ final class PeerConnections {
         renewed++;
       } else {
         // From the SslHandler's context down: no graceful goodbye for a peer that is no longer one.
-        ch.pipeline().context(SslHandler.class).close();
+        ch.eventLoop().schedule(() -> {
+          ChannelHandlerContext tls = ch.pipeline().context(SslHandler.class);
+          if (tls != null) {
+            tls.close();
+          }
+        }, CUT_AFTER.toMillis(), TimeUnit.MILLISECONDS);
         cut++;
       }
     }
     if (cut + renewed > 0) {
       LOG.log(System.Logger.Level.INFO, "peer credentials changed: closed {0} peer connection(s) made under the"
-          + " previous ones ({1} whose client the new files no longer accept)", cut + renewed, cut);
+          + " previous ones ({1} whose client the new files no longer accept, cut in {2} ms)", cut + renewed, cut,
+          CUT_AFTER.toMillis());
     }
   }
 

@@ -64,6 +64,8 @@ class PeerRotationTest {
           .setIdempotencyKey("after-rotation").setRequest(DeleteVolumeRequest.newBuilder().setVolumeId(volume))
           .build()));
       assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.UNAVAILABLE);
+      // The refusal itself, not the cut connection: the caller learns why, as from any other refusal.
+      assertThat(e.getStatus().getDescription()).contains("is no longer accepted");
       assertThat(cluster.files("n1", "volumes")).contains(volume + ".img");
     } finally {
       ch.shutdownNow();
