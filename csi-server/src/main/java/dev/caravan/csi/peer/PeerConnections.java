@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLPeerUnverifiedException;
 
@@ -139,12 +140,16 @@ final class PeerConnections {
         renewed++;
       } else {
         // From the SslHandler's context down: no graceful goodbye for a peer that is no longer one.
-        ch.eventLoop().schedule(() -> {
-          ChannelHandlerContext tls = ch.pipeline().context(SslHandler.class);
-          if (tls != null) {
-            tls.close();
-          }
-        }, CUT_AFTER.toMillis(), TimeUnit.MILLISECONDS);
+        try {
+          ch.eventLoop().schedule(() -> {
+            ChannelHandlerContext tls = ch.pipeline().context(SslHandler.class);
+            if (tls != null) {
+              tls.close();
+            }
+          }, CUT_AFTER.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+          // The server is stopping: its event loops close every connection, this one with them.
+        }
         cut++;
       }
     }
